@@ -1,0 +1,223 @@
+"""Typed records that flow through a run.
+
+context -> parsed sentences -> answers -> candidate questions -> test cases -> SUT answers -> verdicts.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Context(BaseModel):
+    """One passage to test against. ``extra`` keeps input fields cq2a does not use."""
+
+    id: str
+    context: str
+    title: str | None = None
+    dataset: str | None = None
+    human_answers: list[str] = Field(default_factory=list)
+    note: str | None = Field(None, description="What input handling did to it, if anything.")
+
+
+# ---- parse representation (shared by the Stanza and spaCy backends) ----
+
+
+class Token(BaseModel):
+    """A word with Universal Dependencies annotations; ``head`` is 0 for the root, else 1-based."""
+
+    index: int  # 1-based within the sentence
+    text: str
+    lemma: str
+    upos: str
+    xpos: str = ""
+    head: int
+    deprel: str
+    start: int  # character offsets in the context
+    end: int
+
+
+class Phrase(BaseModel):
+    """A noun or verb phrase as a contiguous run of token indices (1-based, inclusive)."""
+
+    label: Literal["NP", "VP"]
+    start: int
+    end: int
+    #: Token indices removed because they belong to an embedded clause (III-A1).
+    clause_tokens: list[int] = Field(default_factory=list)
+
+
+class Sentence(BaseModel):
+    index: int
+    text: str
+    start: int
+    end: int
+    tokens: list[Token]
+    phrases: list[Phrase] = Field(default_factory=list)
+
+    def token(self, index: int) -> Token:
+        return self.tokens[index - 1]
+
+
+class ParsedContext(BaseModel):
+    context_id: str
+    parser: str
+    sentences: list[Sentence]
+
+
+# ---- answers ----
+
+
+class AnswerKind(StrEnum):
+    ENTITY_WORD = "entity-word"
+    ENTITY_PHRASE = "entity-phrase"
+    RELATION = "relation"
+
+    @property
+    def is_entity(self) -> bool:
+        return self is not AnswerKind.RELATION
+
+
+class Triple(BaseModel):
+    subject: str
+    relation: str
+    object: str
+
+    def as_text(self) -> str:
+        return f"[{self.subject}, {self.relation}, {self.object}]"
+
+
+class Answer(BaseModel):
+    """A gold answer extracted from the context (III-A)."""
+
+    id: str
+    context_id: str
+    kind: AnswerKind
+    text: str
+    sentence: str
+    sentence_index: int
+    start: int | None = Field(None, description="Character span of the answer in the context.")
+    end: int | None = None
+    lemma: str | None = Field(None, description="Lemma (words) or lemmatised text (phrases).")
+    upos: str | None = None
+    head_nouns: list[str] = Field(
+        default_factory=list, description="Noun lemmas of a phrase, for the leakage check."
+    )
+    triple: Triple | None = None
+    explanation: str | None = Field(None, description="The LLM's reason for a relation triple.")
+
+
+# ---- candidates and their history ----
+
+
+class CheckResult(BaseModel):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class RejectReason(StrEnum):
+    LEXICAL = "lexical_invalid"
+    INCOMPLETE = "incomplete"
+    LEAK = "answer_leak"
+    TOO_SHORT = "too_short"
+    TOO_LONG = "too_long"
+    DUPLICATE = "duplicate"
+    INCONSISTENT = "inconsistent_answer"
+    MALFORMED = "malformed_output"
+    NO_QUESTION = "not_generated"
+    LLM_ERROR = "llm_error"
+
+
+class Attempt(BaseModel):
+    """One generated question for a slot, and what happened to it."""
+
+    number: int
+    question: str
+    explanation: str
+    checks: list[CheckResult] = Field(default_factory=list)
+    votes: list[str] = Field(default_factory=list)
+    majority_answer: str | None = None
+    majority_count: int = 0
+    similarity: float | None = None
+    reasons: list[RejectReason] = Field(default_factory=list)
+    feedback: str | None = Field(None, description="Feedback this attempt was generated with.")
+
+    @property
+    def rejected(self) -> bool:
+        return bool(self.reasons)
+
+
+CandidateStatus = Literal["pending", "accepted", "rejected"]
+
+
+class Candidate(BaseModel):
+    """A question slot for one answer; it keeps every attempt at filling it."""
+
+    id: str
+    context_id: str
+    answer: Answer
+    slot: int
+    attempts: list[Attempt] = Field(default_factory=list)
+    status: CandidateStatus = "pending"
+
+    @property
+    def current(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def reasons(self) -> list[RejectReason]:
+        return [reason for attempt in self.attempts for reason in attempt.reasons]
+
+
+class TestCase(BaseModel):
+    """An accepted question with its gold answer, ready for the software under test."""
+
+    __test__ = False  # not a pytest class
+
+    id: str
+    context_id: str
+    context: str
+    question: str
+    answer: str
+    kind: AnswerKind
+    sentence: str
+    start: int | None = None
+    end: int | None = None
+    explanation: str
+    attempts: int
+    votes: list[str]
+    similarity: float
+
+
+class JudgeVerdict(BaseModel):
+    """Stage 2 of the oracle: the LLM judge's 0-100 score with its reasoning (Table II)."""
+
+    score: int = Field(ge=0, le=100)
+    explanation: str
+
+
+class Verdict(BaseModel):
+    """The two-stage oracle's decision for one test case (III-D)."""
+
+    test_id: str
+    context_id: str
+    question: str
+    gold_answer: str
+    sut_answer: str
+    similarity: float
+    stage: Literal["similarity", "judge"]
+    judge_score: int | None = None
+    judge_explanation: str | None = None
+    bug: bool
+    kind: AnswerKind
+
+
+class Skip(BaseModel):
+    """A context (or input line) that was not processed, and why."""
+
+    id: str
+    reason: str
+    detail: str = ""

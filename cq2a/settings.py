@@ -1,0 +1,154 @@
+"""One settings object for a run: models per role, thresholds, limits and runtime knobs.
+
+Fields fall back to environment variables prefixed ``CQ2A_`` (nested fields use ``__``, e.g.
+``CQ2A_GENERATOR__MODEL``) and to a ``.env`` file. The same object is the graph's
+``context_schema``: pass ``context=Settings(...)`` when invoking the compiled graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LLMBackend = Literal["local", "openai", "compatible"]
+ParserBackend = Literal["spacy", "stanza"]
+SUTKind = Literal["seq2seq", "openai", "callable", "http"]
+
+#: The offline default chat model (see ``cq2a.llm.catalog``).
+DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct"
+#: The offline default software under test: a small local model, different from the generator.
+DEFAULT_LOCAL_SUT_MODEL = "smollm2-135m-instruct"
+
+
+class LLMSpec(BaseModel):
+    """Which chat model plays one role (generator, re-asker or judge)."""
+
+    backend: LLMBackend = Field(
+        "local",
+        description="local: a llama.cpp server cq2a starts on 127.0.0.1; openai: api.openai.com; "
+        "compatible: any OpenAI-compatible server at base_url.",
+    )
+    model: str = Field(
+        DEFAULT_LOCAL_MODEL,
+        description="Model name; for backend=local a catalog name or a path to a GGUF file.",
+    )
+    base_url: str | None = Field(None, description="Server URL for backend=compatible.")
+    api_key: SecretStr | None = Field(None, description="API key; never logged or written out.")
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    max_tokens: int = Field(768, gt=0, description="Completion token cap per request.")
+    timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
+    supports_n: bool | None = Field(
+        None, description="Whether the server honours n>1; None means detect on first use."
+    )
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The fields that change what the model returns (no secrets)."""
+        return self.model_dump(exclude={"api_key", "timeout_s", "supports_n"})
+
+
+class SUTSpec(BaseModel):
+    """The software under test."""
+
+    kind: SUTKind = Field("openai", description="seq2seq | openai | callable | http")
+    model: str = Field(
+        DEFAULT_LOCAL_SUT_MODEL,
+        description="HF model id/path (seq2seq), chat model (openai), 'module:function' "
+        "(callable) or URL (http).",
+    )
+    backend: LLMBackend = Field("local", description="For kind=openai: where the chat model runs.")
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    batch_size: int = Field(16, gt=0)
+    max_new_tokens: int = Field(32, gt=0)
+    device: str | None = Field(None, description="torch device; None picks cuda when present.")
+
+
+class Settings(BaseSettings):
+    """Everything a CQ2A run can be told. Defaults reproduce the paper on the offline stack."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CQ2A_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+    )
+
+    generator: LLMSpec = Field(default_factory=LLMSpec)
+    reasker: LLMSpec = Field(default_factory=lambda: LLMSpec(temperature=0.7, max_tokens=48))
+    judge: LLMSpec = Field(default_factory=lambda: LLMSpec(temperature=0.0, max_tokens=256))
+    sut: SUTSpec = Field(default_factory=SUTSpec)
+
+    parser: ParserBackend = "spacy"
+    embedding_model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="'all-MiniLM-L6-v2' (offline, shipped on PyPI), "
+        "'princeton-nlp/sup-simcse-roberta-base' (the paper's) or any sentence-transformers id.",
+    )
+
+    votes: int = Field(5, ge=1, description="Re-asks per question for the majority vote (III-C2).")
+    consistency_threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Cosine at or above which the re-asked answer matches the gold answer. "
+        "None: the calibrated default of the embedding model.",
+    )
+    oracle_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="Stage-1 oracle cosine threshold; None: calibrated."
+    )
+    judge_threshold: int = Field(
+        50, ge=0, le=100, description="A judge score below this means inconsistent (stage 2)."
+    )
+    dedup_threshold: float = Field(
+        0.95, ge=0.0, le=1.0, description="Questions of one answer this similar are duplicates."
+    )
+
+    answers_per_context: int = Field(12, ge=1, description="Cap on answers kept per context.")
+    questions_per_entity: int = Field(5, ge=1, description="Questions asked per entity (Table I).")
+    questions_per_relation: int = Field(10, ge=1, description="Questions per triple (Table I).")
+    max_attempts: int = Field(2, ge=1, description="Generation attempts per question slot.")
+    relations: bool = Field(True, description="Extract relation triples with the LLM (III-A2).")
+    min_question_chars: int = Field(26, ge=1, description="Questions must exceed 25 characters.")
+    max_question_chars: int = Field(300, ge=1)
+    max_context_chars: int = Field(20_000, ge=100, description="Longer contexts are truncated.")
+    max_sentence_tokens: int = Field(400, ge=10, description="Longer sentences are skipped.")
+
+    concurrency: int = Field(4, ge=1, description="Concurrent LLM requests.")
+    requests_per_second: float | None = Field(None, gt=0, description="LLM request rate cap.")
+    llm_retries: int = Field(4, ge=0, description="Retries on 429/5xx/timeouts.")
+    malformed_retries: int = Field(1, ge=0, description="Re-asks when structured output fails.")
+    max_tokens: int | None = Field(None, gt=0, description="Spending cap in total tokens.")
+    max_cost: float | None = Field(None, gt=0, description="Spending cap in currency units.")
+    price_per_1k_prompt: float = Field(0.0, ge=0.0)
+    price_per_1k_completion: float = Field(0.0, ge=0.0)
+
+    seed: int = 0
+    cache_path: str | None = Field(
+        None, description="SQLite LLM cache; None: <run dir>/llm_cache.sqlite. 'off' disables."
+    )
+    model_dir: str | None = Field(None, description="Where local GGUF models are assembled.")
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with dotted overrides applied, e.g. ``{"generator.model": "gpt-4o-mini"}``."""
+        data = self.model_dump()
+        for dotted, value in overrides.items():
+            target = data
+            *parents, leaf = dotted.split(".")
+            for key in parents:
+                target = target[key]
+            target[leaf] = value
+        return Settings.model_validate(data)
+
+    def public_dump(self) -> dict[str, Any]:
+        """Settings as JSON-safe data with every secret removed (for run.json and reports)."""
+        return self.model_dump(
+            mode="json",
+            exclude={
+                "generator": {"api_key"},
+                "reasker": {"api_key"},
+                "judge": {"api_key"},
+                "sut": {"api_key"},
+            },
+        )

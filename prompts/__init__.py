@@ -1,0 +1,1 @@
+"""Prompt templates, loaded by name with ``cq2a.prompts_loader.load_prompt``."""
