@@ -1,0 +1,21 @@
+"""Prompt templates live as text files in ``prompts/`` (package ``cq2a.prompts``), loaded by name."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from string import Template
+
+
+@cache
+def load_prompt(name: str) -> str:
+    """The text of ``prompts/<name>.txt``; raises FileNotFoundError naming the prompt."""
+    resource = resources.files("cq2a.prompts").joinpath(f"{name}.txt")
+    if not resource.is_file():
+        raise FileNotFoundError(f"no prompt named {name!r} in cq2a/prompts")
+    return resource.read_text(encoding="utf-8").strip()
+
+
+def render_prompt(name: str, **values: object) -> str:
+    """Fill a template's ``$placeholders``; a missing value raises KeyError naming it."""
+    return Template(load_prompt(name)).substitute({k: str(v) for k, v in values.items()})
