@@ -110,6 +110,7 @@ class Settings(BaseSettings):
     questions_per_relation: int = Field(10, ge=1, description="Questions per triple (Table I).")
     max_attempts: int = Field(2, ge=1, description="Generation attempts per question slot.")
     relations: bool = Field(True, description="Extract relation triples with the LLM (III-A2).")
+    probe_judge: bool = Field(True, description="Probe the judge with a known case before a run.")
     min_question_chars: int = Field(26, ge=1, description="Questions must exceed 25 characters.")
     max_question_chars: int = Field(300, ge=1)
     max_context_chars: int = Field(20_000, ge=100, description="Longer contexts are truncated.")

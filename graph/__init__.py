@@ -1,0 +1,7 @@
+"""The compiled CQ2A graph (``graph``) and its builder."""
+
+from cq2a.graph.graph import build_context_graph, build_graph
+
+graph = build_graph()
+
+__all__ = ["build_context_graph", "build_graph", "graph"]

@@ -1,0 +1,148 @@
+"""Answer-targeted question generation (III-B) and the loop back with feedback.
+
+Each answer owns a fixed number of question slots (5 for entities, 10 for relations, Table I).
+A generation request fills every slot that needs a question; a slot whose question was rejected
+is filled again, with the rejection reasons in the prompt, until it runs out of attempts.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.llm.usage import Usage
+from cq2a.models import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
+from cq2a.prompts_loader import load_prompt, render_prompt
+
+
+class GeneratedQuestion(BaseModel):
+    question: str = Field(description="A natural question whose answer is the target")
+    explanation: str = Field(description="Why the target answers the question")
+
+
+class GeneratedQuestions(BaseModel):
+    """The structured output of both question generation prompts (Table I)."""
+
+    questions: list[GeneratedQuestion] = Field(default_factory=list)
+
+
+def slots_per_answer(answer: Answer, per_entity: int, per_relation: int) -> int:
+    return per_relation if answer.kind is AnswerKind.RELATION else per_entity
+
+
+def new_slots(answer: Answer, count: int) -> list[Candidate]:
+    return [
+        Candidate(id=f"{answer.id}:q{slot}", context_id=answer.context_id, answer=answer, slot=slot)
+        for slot in range(count)
+    ]
+
+
+def needs_question(candidate: Candidate, max_attempts: int) -> bool:
+    """A pending slot with no attempt yet, or whose last attempt was rejected with tries left."""
+    if candidate.status != "pending":
+        return False
+    if not candidate.attempts:
+        return True
+    return candidate.current.rejected and len(candidate.attempts) < max_attempts
+
+
+def feedback_for(slots: list[Candidate]) -> str:
+    """The rejected questions of these slots with their reasons, for the next prompt."""
+    items = []
+    for slot in slots:
+        if not slot.attempts or not slot.current.rejected:
+            continue
+        attempt = slot.current
+        details = "; ".join(check.detail for check in attempt.checks if not check.passed)
+        reasons = ", ".join(reason.value for reason in attempt.reasons)
+        question = attempt.question or "(no question was produced)"
+        items.append(f'- "{question}" was rejected: {reasons}{f" ({details})" if details else ""}')
+    if not items:
+        return ""
+    return render_prompt("feedback", items="\n".join(items))
+
+
+def generation_messages(
+    answer: Answer, context: Context, count: int, feedback: str
+) -> tuple[str, str]:
+    """System and user messages; the context comes first so servers can reuse the prefix."""
+    if answer.kind is AnswerKind.RELATION:
+        assert answer.triple is not None
+        return load_prompt("relation_questions.system"), render_prompt(
+            "relation_questions.user",
+            context=context.context,
+            triple=answer.triple.as_text(),
+            feedback=feedback,
+            count=count,
+            answer=answer.text,
+        )
+    return load_prompt("entity_questions.system"), render_prompt(
+        "entity_questions.user",
+        context=context.context,
+        sentence=answer.sentence,
+        feedback=feedback,
+        count=count,
+        answer=answer.text,
+    )
+
+
+def fill_slots(
+    slots: list[Candidate],
+    output: GeneratedQuestions | Malformed | LLMCallFailed,
+    feedback: str,
+) -> list[Candidate]:
+    """Give each slot its next attempt from the generated questions, in order."""
+    questions = output.questions if isinstance(output, GeneratedQuestions) else []
+    filled = []
+    for index, slot in enumerate(slots):
+        number = len(slot.attempts) + 1
+        if index < len(questions):
+            generated = questions[index]
+            attempt = Attempt(
+                number=number,
+                question=generated.question.strip(),
+                explanation=generated.explanation.strip(),
+                feedback=feedback or None,
+            )
+        else:
+            attempt = Attempt(
+                number=number,
+                question="",
+                explanation=_failure_detail(output),
+                reasons=[_failure_reason(output)],
+                feedback=feedback or None,
+            )
+        filled.append(slot.model_copy(update={"attempts": [*slot.attempts, attempt]}))
+    return filled
+
+
+def _failure_reason(output: object) -> RejectReason:
+    if isinstance(output, Malformed):
+        return RejectReason.MALFORMED
+    if isinstance(output, LLMCallFailed):
+        return RejectReason.LLM_ERROR
+    return RejectReason.NO_QUESTION
+
+
+def _failure_detail(output: object) -> str:
+    if isinstance(output, Malformed):
+        return f"malformed output: {output.error}"
+    if isinstance(output, LLMCallFailed):
+        return f"llm error: {output}"
+    return "the model returned fewer questions than asked"
+
+
+def generate_questions(
+    client: ChatClient, answer: Answer, context: Context, slots: list[Candidate], seed_offset: int
+) -> tuple[list[Candidate], Usage]:
+    """One generation request for the slots of one answer (III-B)."""
+    feedback = feedback_for(slots)
+    system, user = generation_messages(answer, context, len(slots), feedback)
+    try:
+        outputs, usage = client.structured(
+            system, user, GeneratedQuestions, seed_offset=seed_offset
+        )
+        output: GeneratedQuestions | Malformed | LLMCallFailed = outputs[0]
+    except LLMCallFailed as error:
+        output, usage = error, Usage()
+    return fill_slots(slots, output, feedback), usage

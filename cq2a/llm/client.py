@@ -1,0 +1,353 @@
+"""Chat calls for one role: structured output, ``n`` choices, caching, limits and retries.
+
+Every request goes through ``ChatOpenAI`` (OpenAI, any OpenAI-compatible server, or the local
+llama.cpp server). On top of it this module adds what a long, paid run needs:
+
+* ``n`` choices in one request where the server honours it, else separate requests with
+  consecutive seeds (llama.cpp's server returns one choice for ``n=5``);
+* a replayable SQLite cache (``cq2a.llm.cache``) with hit counting;
+* a process-wide cap on concurrent requests and an optional requests-per-second limiter;
+* retries: the OpenAI SDK retries 429 (honouring ``Retry-After``), 5xx and timeouts; this layer
+  also retries malformed bodies and empty choices, and re-asks when structured output fails to
+  parse, then reports ``Malformed`` instead of raising;
+* token accounting and the spending cap (``cq2a.llm.usage``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, TypeVar
+
+import openai
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.rate_limiters import InMemoryRateLimiter
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel, ValidationError
+
+from cq2a.llm.cache import LLMCache, cache_key
+from cq2a.llm.usage import BudgetExceeded, SpendingMeter, Usage
+from cq2a.settings import LLMSpec, Settings
+
+T = TypeVar("T", bound=BaseModel)
+
+#: Errors that will not go away by asking again.
+FATAL_ERRORS = (
+    openai.AuthenticationError,
+    openai.PermissionDeniedError,
+    openai.NotFoundError,
+    openai.BadRequestError,
+)
+
+
+class LLMCallFailed(RuntimeError):
+    """A request failed after every retry; the message says why and what to try."""
+
+
+class Malformed(BaseModel):
+    """A structured completion that did not parse into its schema."""
+
+    raw: str
+    error: str
+
+
+@dataclass
+class Completion:
+    texts: list[str]
+    usage: Usage = field(default_factory=Usage)
+
+
+def response_format_for(spec: LLMSpec, schema: type[BaseModel]) -> dict[str, Any]:
+    """The ``response_format`` a backend understands for a JSON schema."""
+    json_schema = schema.model_json_schema()
+    if spec.backend == "local":
+        # llama-cpp-python's server constrains decoding with a grammar built from `schema`.
+        return {"type": "json_object", "schema": json_schema}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": json_schema, "strict": False},
+    }
+
+
+def resolve_base_url(spec: LLMSpec, model_dir: str | None = None) -> str | None:
+    """Where requests for this spec go; starts the local server on first use."""
+    if spec.backend == "openai":
+        return spec.base_url
+    if spec.backend == "compatible":
+        if not spec.base_url:
+            raise ValueError("backend 'compatible' needs base_url (e.g. http://127.0.0.1:8000/v1)")
+        return spec.base_url
+    from cq2a.llm.local_server import get_local_server
+
+    return get_local_server(spec.model, model_dir=model_dir).base_url
+
+
+def resolve_api_key(spec: LLMSpec) -> str:
+    if spec.api_key is not None:
+        return spec.api_key.get_secret_value()
+    if spec.backend == "openai":
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise LLMCallFailed("backend 'openai' needs an API key: set OPENAI_API_KEY")
+        return key
+    return os.environ.get("OPENAI_API_KEY", "not-needed")
+
+
+@cache
+def _shared_rate_limiter(requests_per_second: float) -> InMemoryRateLimiter:
+    return InMemoryRateLimiter(requests_per_second=requests_per_second, check_every_n_seconds=0.01)
+
+
+@cache
+def _shared_semaphore(key: str, size: int) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(size)
+
+
+_N_SUPPORT: dict[tuple[str | None, str], bool] = {}
+
+
+class ChatClient:
+    """One role's chat model."""
+
+    def __init__(
+        self,
+        spec: LLMSpec,
+        settings: Settings,
+        *,
+        base_url: str | None,
+        cache: LLMCache | None = None,
+        meter: SpendingMeter | None = None,
+        run_key: str = "default",
+    ) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.base_url = base_url
+        self.cache = cache
+        self.meter = meter
+        self.semaphore = _shared_semaphore(run_key, settings.concurrency)
+        limiter = (
+            _shared_rate_limiter(settings.requests_per_second)
+            if settings.requests_per_second
+            else None
+        )
+        self.model = ChatOpenAI(
+            model=spec.model,
+            base_url=base_url,
+            api_key=resolve_api_key(spec),
+            temperature=spec.temperature,
+            max_tokens=spec.max_tokens,
+            timeout=spec.timeout_s,
+            max_retries=settings.llm_retries,
+            rate_limiter=limiter,
+        )
+
+    # ---- public calls ----
+
+    def text(self, system: str, user: str, *, n: int = 1, seed_offset: int = 0) -> Completion:
+        """``n`` plain-text completions of one prompt."""
+        return self._complete(system, user, n=n, seed_offset=seed_offset, response_format=None)
+
+    def structured(
+        self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
+    ) -> tuple[list[T | Malformed], Usage]:
+        """``n`` completions parsed into ``schema``; unparseable ones are re-asked first."""
+        response_format = response_format_for(self.spec, schema)
+        results: list[T | Malformed] = []
+        usage = Usage()
+        for retry in range(self.settings.malformed_retries + 1):
+            wanted = n - sum(not isinstance(r, Malformed) for r in results)
+            if wanted <= 0:
+                break
+            completion = self._complete(
+                system,
+                user,
+                n=wanted,
+                seed_offset=seed_offset + 1000 * retry,
+                response_format=response_format,
+            )
+            usage = usage + completion.usage
+            parsed = [parse_structured(text, schema) for text in completion.texts]
+            results = [r for r in results if not isinstance(r, Malformed)] + parsed
+        return results[:n], usage
+
+    # ---- requests ----
+
+    def _complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        n: int,
+        seed_offset: int,
+        response_format: dict[str, Any] | None,
+    ) -> Completion:
+        messages = [SystemMessage(system), HumanMessage(user)]
+        seed = self.settings.seed + seed_offset
+        completion = Completion(texts=[])
+        if n > 1 and self._supports_n() is not False:
+            first = self._request(messages, n=n, seed=seed, response_format=response_format)
+            completion = self._merge(completion, first)
+            self._learn_n_support(n, len(first.texts))
+        # Fill up with one request per missing choice, each with its own seed.
+        index = len(completion.texts)
+        while len(completion.texts) < n:
+            single = self._request(
+                messages, n=1, seed=seed + index, response_format=response_format
+            )
+            completion = self._merge(completion, single)
+            index += 1
+        return completion
+
+    @staticmethod
+    def _merge(total: Completion, part: Completion) -> Completion:
+        return Completion(texts=total.texts + part.texts, usage=total.usage + part.usage)
+
+    def _supports_n(self) -> bool | None:
+        if self.spec.supports_n is not None:
+            return self.spec.supports_n
+        return _N_SUPPORT.get((self.base_url, self.spec.model))
+
+    def _learn_n_support(self, asked: int, got: int) -> None:
+        _N_SUPPORT[(self.base_url, self.spec.model)] = got >= asked
+
+    def _request(
+        self,
+        messages: list[Any],
+        *,
+        n: int,
+        seed: int,
+        response_format: dict[str, Any] | None,
+    ) -> Completion:
+        params: dict[str, Any] = {"n": n, "seed": seed}
+        if response_format is not None:
+            params["response_format"] = response_format
+        request = {
+            "model": self.spec.cache_identity(),
+            "messages": [(m.type, m.content) for m in messages],
+            "params": params,
+        }
+        key = cache_key(request)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return Completion(texts=hit, usage=Usage(cached=1))
+        completion = self._send_with_retries(messages, params)
+        if self.cache is not None:
+            self.cache.put(key, request, completion.texts)
+        return completion
+
+    def _send_with_retries(self, messages: list[Any], params: dict[str, Any]) -> Completion:
+        attempts = self.settings.llm_retries + 1
+        last_error: Exception | None = None
+        for attempt in range(attempts):
+            if self.meter is not None:
+                self.meter.check()
+            try:
+                with self.semaphore:
+                    completion = self._send(messages, params)
+            except FATAL_ERRORS as error:
+                raise LLMCallFailed(f"{self.spec.model}: {error}") from error
+            except BudgetExceeded:
+                raise
+            except Exception as error:  # malformed bodies, timeouts, 5xx after SDK retries
+                last_error = error
+                time.sleep(min(0.2 * 2**attempt, 5.0))
+                continue
+            if self.meter is not None:
+                self.meter.record(completion.usage)
+            if completion.texts:
+                return completion
+            last_error = ValueError("the server returned no choices")
+        where = self.base_url or "api.openai.com"
+        raise LLMCallFailed(
+            f"{self.spec.model} at {where} failed {attempts} times: {last_error}. "
+            "Check that the server is up (cq2a doctor) or lower --concurrency."
+        ) from last_error
+
+    def _send(self, messages: list[Any], params: dict[str, Any]) -> Completion:
+        result = self.model.generate([messages], **params)
+        texts = [generation.text for generation in result.generations[0]]
+        token_usage = (result.llm_output or {}).get("token_usage") or {}
+        usage = Usage(
+            requests=1,
+            prompt_tokens=int(token_usage.get("prompt_tokens") or 0),
+            completion_tokens=int(token_usage.get("completion_tokens") or 0),
+        )
+        return Completion(texts=texts, usage=usage)
+
+
+def parse_structured(text: str, schema: type[T]) -> T | Malformed:
+    """Parse a completion into ``schema``; tolerate a fenced code block around the JSON."""
+    candidate = text.strip()
+    if candidate.startswith("```"):
+        candidate = candidate.strip("`")
+        candidate = candidate.removeprefix("json").strip()
+    try:
+        return schema.model_validate_json(candidate)
+    except (ValidationError, json.JSONDecodeError, ValueError) as error:
+        return Malformed(raw=text[:2000], error=str(error).splitlines()[0][:300])
+
+
+@dataclass
+class LLMRuntime:
+    """The three roles' clients of one run, sharing a cache and a spending meter."""
+
+    generator: ChatClient
+    reasker: ChatClient
+    judge: ChatClient
+    meter: SpendingMeter
+    cache: LLMCache | None
+
+
+_RUNTIMES: dict[tuple[str, str], LLMRuntime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def get_llm_runtime(settings: Settings, run_key: str = "default") -> LLMRuntime:
+    """The clients for a run, built once per (settings, run) in this process."""
+    key = (settings.model_dump_json(), run_key)
+    with _RUNTIMES_LOCK:
+        if key not in _RUNTIMES:
+            _RUNTIMES[key] = _build_runtime(settings, run_key)
+        return _RUNTIMES[key]
+
+
+def _build_runtime(settings: Settings, run_key: str) -> LLMRuntime:
+    cache_path = settings.cache_path
+    llm_cache = LLMCache(cache_path) if cache_path and cache_path != "off" else None
+    meter = SpendingMeter(
+        max_tokens=settings.max_tokens,
+        max_cost=settings.max_cost,
+        price_per_1k_prompt=settings.price_per_1k_prompt,
+        price_per_1k_completion=settings.price_per_1k_completion,
+    )
+
+    def client(spec: LLMSpec) -> ChatClient:
+        return ChatClient(
+            spec,
+            settings,
+            base_url=resolve_base_url(spec, settings.model_dir),
+            cache=llm_cache,
+            meter=meter,
+            run_key=run_key,
+        )
+
+    return LLMRuntime(
+        generator=client(settings.generator),
+        reasker=client(settings.reasker),
+        judge=client(settings.judge),
+        meter=meter,
+        cache=llm_cache,
+    )
+
+
+def forget_runtimes() -> None:
+    """Drop cached clients (tests, or a new run in a long-lived process)."""
+    with _RUNTIMES_LOCK:
+        for runtime in _RUNTIMES.values():
+            if runtime.cache is not None:
+                runtime.cache.close()
+        _RUNTIMES.clear()
+        _N_SUPPORT.clear()

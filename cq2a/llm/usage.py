@@ -1,0 +1,75 @@
+"""Token and request accounting, and the spending cap."""
+
+from __future__ import annotations
+
+import threading
+
+from pydantic import BaseModel
+
+
+class BudgetExceeded(RuntimeError):
+    """The run reached ``--max-tokens`` or ``--max-cost``; everything so far is saved."""
+
+
+class Usage(BaseModel):
+    """LLM traffic of one call, one context or one run."""
+
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            requests=self.requests + other.requests,
+            cached=self.cached + other.cached,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+def add_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """LangGraph reducer: usage reported by parallel branches adds up."""
+    return (left or Usage()) + (right or Usage())
+
+
+class SpendingMeter:
+    """Process-wide running total checked against the caps before each request."""
+
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        price_per_1k_prompt: float = 0.0,
+        price_per_1k_completion: float = 0.0,
+    ) -> None:
+        self.max_tokens = max_tokens
+        self.max_cost = max_cost
+        self.prices = (price_per_1k_prompt, price_per_1k_completion)
+        self.total = Usage()
+        self._lock = threading.Lock()
+
+    def cost(self, usage: Usage | None = None) -> float:
+        usage = usage or self.total
+        prompt_price, completion_price = self.prices
+        return (
+            usage.prompt_tokens * prompt_price + usage.completion_tokens * completion_price
+        ) / 1000
+
+    def check(self) -> None:
+        """Raise BudgetExceeded when a cap is already reached."""
+        with self._lock:
+            if self.max_tokens is not None and self.total.total_tokens >= self.max_tokens:
+                raise BudgetExceeded(
+                    f"token cap reached: {self.total.total_tokens} >= {self.max_tokens} tokens"
+                )
+            if self.max_cost is not None and self.cost() >= self.max_cost:
+                raise BudgetExceeded(f"cost cap reached: {self.cost():.4f} >= {self.max_cost}")
+
+    def record(self, usage: Usage) -> None:
+        with self._lock:
+            self.total = self.total + usage

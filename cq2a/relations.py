@@ -1,0 +1,125 @@
+"""Relation triples proposed by the LLM and the paper's filters over them (III-A2)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from cq2a.lexicon import NON_LEXICAL_VERBS, normalise_space, same_word, words
+from cq2a.models import Answer, AnswerKind, ParsedContext, Sentence, Token, Triple
+
+NOMINAL_UPOS = frozenset({"NOUN", "PROPN", "NUM"})
+
+
+class ProposedTriple(BaseModel):
+    subject: str = Field(description="Entity 1, a noun or noun phrase copied from the text")
+    relation: str = Field(description="A content verb relating the two entities")
+    object: str = Field(description="Entity 2, a noun or noun phrase copied from the text")
+    explanation: str = Field(description="Why the text supports this triple")
+
+
+class ProposedTriples(BaseModel):
+    """The structured output of the relation extraction prompt (Table I, first row)."""
+
+    triples: list[ProposedTriple] = Field(default_factory=list)
+
+
+def find_span(text: str, phrase: str) -> tuple[int, int] | None:
+    """Character span of the first case-insensitive, whole-word occurrence of ``phrase``."""
+    pattern = r"\s+".join(re.escape(part) for part in phrase.split())
+    if not pattern:
+        return None
+    match = re.search(rf"(?<!\w){pattern}(?!\w)", text, flags=re.IGNORECASE)
+    return None if match is None else match.span()
+
+
+def tokens_in_span(parsed: ParsedContext, start: int, end: int) -> list[tuple[Sentence, Token]]:
+    return [
+        (sentence, token)
+        for sentence in parsed.sentences
+        for token in sentence.tokens
+        if token.start >= start and token.end <= end
+    ]
+
+
+def entities_are_grounded(triple: ProposedTriple, context: str) -> bool:
+    """III-A2 rule 1: both entities appear in the context and in the LLM's explanation."""
+    explanation = normalise_space(triple.explanation)
+    return all(
+        find_span(context, entity) is not None and normalise_space(entity) in explanation
+        for entity in (triple.subject, triple.object)
+    )
+
+
+def entity_is_nominal(entity: str, context: str, parsed: ParsedContext) -> bool:
+    """III-A2 rule 2: an entity is a noun or noun phrase (its words hold a noun, not a pronoun)."""
+    span = find_span(context, entity)
+    if span is None:
+        return False
+    upos = [token.upos for _, token in tokens_in_span(parsed, *span)]
+    return any(tag in NOMINAL_UPOS for tag in upos) and upos != ["PRON"]
+
+
+def relation_verb(relation: str, parsed: ParsedContext) -> tuple[Sentence, Token] | None:
+    """III-A2 rule 2: the relation is a lexical verb of the context; returns where it occurs."""
+    relation_words = [w for w in words(relation) if w not in NON_LEXICAL_VERBS]
+    for sentence in parsed.sentences:
+        for token in sentence.tokens:
+            if token.upos != "VERB" or token.lemma.lower() in NON_LEXICAL_VERBS:
+                continue
+            surface, lemma = token.text.lower(), token.lemma.lower()
+            if any(w == surface or same_word(w, lemma) for w in relation_words):
+                return sentence, token
+    return None
+
+
+def triple_rejection(triple: ProposedTriple, context: str, parsed: ParsedContext) -> str | None:
+    """Why a proposed triple is dropped, or None when it passes every III-A2 filter."""
+    if normalise_space(triple.subject) == normalise_space(triple.object):
+        return "identical entities"
+    if not entities_are_grounded(triple, context):
+        return "entity missing from context or explanation"
+    if not all(entity_is_nominal(e, context, parsed) for e in (triple.subject, triple.object)):
+        return "entity is not a noun phrase"
+    if relation_verb(triple.relation, parsed) is None:
+        return "relation is not a lexical verb of the context"
+    return None
+
+
+def relation_answers(
+    proposed: list[ProposedTriple], context_id: str, context: str, parsed: ParsedContext
+) -> tuple[list[Answer], list[tuple[ProposedTriple, str]]]:
+    """Filtered triples as relation answers, and the dropped ones with their reasons."""
+    answers: list[Answer] = []
+    dropped: list[tuple[ProposedTriple, str]] = []
+    seen: set[str] = set()
+    for triple in proposed:
+        key = "|".join(normalise_space(p) for p in (triple.subject, triple.relation, triple.object))
+        reason = "duplicate triple" if key in seen else triple_rejection(triple, context, parsed)
+        seen.add(key)
+        if reason is not None:
+            dropped.append((triple, reason))
+            continue
+        found = relation_verb(triple.relation, parsed)
+        assert found is not None  # triple_rejection checked it
+        sentence, verb = found
+        answers.append(
+            Answer(
+                id=f"{context_id}:r{len(answers)}",
+                context_id=context_id,
+                kind=AnswerKind.RELATION,
+                text=triple.relation.strip(),
+                sentence=sentence.text,
+                sentence_index=sentence.index,
+                start=verb.start,
+                end=verb.end,
+                lemma=verb.lemma,
+                upos=verb.upos,
+                triple=Triple(
+                    subject=triple.subject, relation=triple.relation, object=triple.object
+                ),
+                explanation=triple.explanation,
+            )
+        )
+    return answers, dropped

@@ -1,0 +1,65 @@
+"""The CQ2A graph: contexts fan out to a per-context subgraph, then the SUT is evaluated.
+
+probe -> (Send per context) extract -> generate -> check -> reask -> compare -+-> evaluate
+                                        ^                                    |
+                                        +---- rejected, attempts left -------+
+"""
+
+from __future__ import annotations
+
+from cq2a.graph.state import ContextState, RunInput, RunOutput, RunState
+from cq2a.nodes.check import check
+from cq2a.nodes.compare import compare, route_after_compare
+from cq2a.nodes.evaluate import evaluate
+from cq2a.nodes.extract import extract
+from cq2a.nodes.generate import generate
+from cq2a.nodes.probe import probe
+from cq2a.nodes.reask import reask
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+
+from cq2a.settings import Settings
+
+
+def route_after_extract(state: ContextState) -> str:
+    return "generate" if state.get("answers") else END
+
+
+def build_context_graph() -> CompiledStateGraph:
+    """One context: extract, then generate/check/re-ask/compare until every slot is settled."""
+    builder = StateGraph(ContextState, context_schema=Settings)
+    builder.add_node("extract", extract)
+    builder.add_node("generate", generate)
+    builder.add_node("check", check)
+    builder.add_node("reask", reask)
+    builder.add_node("compare", compare)
+    builder.add_edge(START, "extract")
+    builder.add_conditional_edges("extract", route_after_extract, ["generate", END])
+    builder.add_edge("generate", "check")
+    builder.add_edge("check", "reask")
+    builder.add_edge("reask", "compare")
+    builder.add_conditional_edges("compare", route_after_compare, ["generate", END])
+    return builder.compile(name="cq2a-context")
+
+
+def fan_out_contexts(state: RunState) -> list[Send] | str:
+    contexts = state.get("contexts", [])
+    if not contexts:
+        return "evaluate"
+    return [Send("context", {"context": context}) for context in contexts]
+
+
+def build_graph(checkpointer=None) -> CompiledStateGraph:
+    """The whole run; pass a checkpointer (e.g. SqliteSaver) to make it resumable."""
+    builder = StateGraph(
+        RunState, input_schema=RunInput, output_schema=RunOutput, context_schema=Settings
+    )
+    builder.add_node("probe", probe)
+    builder.add_node("context", build_context_graph())
+    builder.add_node("evaluate", evaluate)
+    builder.add_edge(START, "probe")
+    builder.add_conditional_edges("probe", fan_out_contexts, ["context", "evaluate"])
+    builder.add_edge("context", "evaluate")
+    builder.add_edge("evaluate", END)
+    return builder.compile(checkpointer=checkpointer, name="cq2a")

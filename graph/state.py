@@ -1,0 +1,61 @@
+"""The state of a run (all contexts) and of one context's subgraph, with their reducers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict, TypeVar
+
+from cq2a.llm.usage import Usage, add_usage
+from cq2a.models import Answer, Candidate, Context, Skip, Verdict
+from cq2a.oracle import ProbeResult
+
+Item = TypeVar("Item")
+
+
+def merge_by_id(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer: upsert records by ``id``, keeping first-seen order.
+
+    Within a context a candidate is replaced by its newer version; across contexts ids are
+    prefixed by the context id, so merging the branches' lists only appends.
+    """
+    merged = {item.id: item for item in left or []}
+    for item in right or []:
+        merged[item.id] = item
+    return list(merged.values())
+
+
+class RunInput(TypedDict):
+    """What a caller passes: the contexts to test."""
+
+    contexts: list[Context]
+
+
+class RunOutput(TypedDict, total=False):
+    """What a run returns."""
+
+    answers: list[Answer]
+    candidates: list[Candidate]
+    verdicts: list[Verdict]
+    skipped: list[Skip]
+    usage: Usage
+    judge_probe: ProbeResult | None
+
+
+class RunState(TypedDict, total=False):
+    contexts: list[Context]
+    answers: Annotated[list[Answer], merge_by_id]
+    candidates: Annotated[list[Candidate], merge_by_id]
+    skipped: Annotated[list[Skip], merge_by_id]
+    usage: Annotated[Usage, add_usage]
+    verdicts: list[Verdict]
+    judge_probe: ProbeResult | None
+
+
+class ContextState(TypedDict, total=False):
+    """One context's branch; only the keys it shares with RunState flow back to the run."""
+
+    context: Context
+    answers: Annotated[list[Answer], merge_by_id]
+    candidates: Annotated[list[Candidate], merge_by_id]
+    skipped: Annotated[list[Skip], merge_by_id]
+    usage: Annotated[Usage, add_usage]
+    rounds: int

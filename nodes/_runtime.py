@@ -1,0 +1,18 @@
+"""What every node needs: the run's settings and services."""
+
+from __future__ import annotations
+
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from cq2a.services import Services, services_for
+from cq2a.settings import Settings
+
+
+def services(runtime: Runtime[Settings]) -> Services:
+    """The services of this run, keyed by the thread id so runs do not share a spending meter."""
+    try:
+        run_key = str(get_config().get("configurable", {}).get("thread_id", "default"))
+    except RuntimeError:
+        run_key = "default"
+    return services_for(runtime.context, run_key)

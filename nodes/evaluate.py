@@ -1,0 +1,36 @@
+"""Node: run the software under test in batches and apply the two-stage oracle (III-D)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cq2a.graph.state import RunState
+from cq2a.nodes._runtime import services
+from langgraph.runtime import Runtime
+
+from cq2a.settings import Settings
+from cq2a.stages import evaluate_cases, run_sut, test_cases_of
+from cq2a.trace import emit
+
+
+def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
+    run = services(runtime)
+    started = time.perf_counter()
+    contexts = {context.id: context for context in state.get("contexts", [])}
+    cases = test_cases_of(state.get("candidates", []), contexts)
+    emit("stage_started", stage="evaluate", counts={"test_cases": len(cases)})
+    sut_answers = run_sut(run, cases)
+    verdicts, usage = evaluate_cases(run, cases, sut_answers)
+    emit(
+        "stage_finished",
+        stage="evaluate",
+        counts={
+            "test_cases": len(cases),
+            "judged": sum(v.stage == "judge" for v in verdicts),
+            "bugs": sum(v.bug for v in verdicts),
+        },
+        usage=usage.model_dump(),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return {"verdicts": verdicts, "usage": usage}
