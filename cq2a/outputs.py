@@ -1,0 +1,67 @@
+"""The files of a run directory, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+TEST_CASES = "test_cases.jsonl"
+REJECTED = "rejected.jsonl"
+BUGS = "bugs.jsonl"
+VERDICTS = "verdicts.jsonl"
+ANSWERS = "answers.jsonl"
+SKIPPED = "skipped.jsonl"
+RUN = "run.json"
+TRACE = "trace.jsonl"
+CHECKPOINTS = "checkpoints.sqlite"
+LLM_CACHE = "llm_cache.sqlite"
+PARTIAL = "partial"
+
+
+def _line(record: BaseModel | dict[str, Any]) -> str:
+    if isinstance(record, BaseModel):
+        return record.model_dump_json()
+    return json.dumps(record, default=str)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
+    lines = [_line(record) for record in records]
+    write_atomic(path, "".join(f"{line}\n" for line in lines))
+    return len(lines)
+
+
+def append_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(_line(record) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))

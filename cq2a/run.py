@@ -1,0 +1,262 @@
+"""A durable run: input file in, run directory out.
+
+The graph runs under a SQLite checkpointer in the run directory, so ``resume=True`` continues an
+interrupted run without redoing finished contexts. Results are appended per context as each one
+finishes (``partial/``) and the final files are rewritten from the final state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import closing
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel
+
+from cq2a import outputs as out
+from cq2a.inputs import read_contexts
+from cq2a.llm.client import LLMCallFailed, forget_runtimes
+from cq2a.llm.usage import BudgetExceeded, Usage
+from cq2a.models import Answer, Candidate, Context, Skip, Verdict
+from cq2a.settings import Settings
+from cq2a.stages import test_cases_of
+
+EventHandler = Callable[[dict[str, Any]], None]
+
+VERSIONED_PACKAGES = (
+    "cq2a",
+    "langgraph",
+    "langchain-openai",
+    "langchain-core",
+    "openai",
+    "sentence-transformers",
+    "transformers",
+    "torch",
+    "spacy",
+    "stanza",
+    "llama_cpp_python",
+)
+
+
+class RunDirError(RuntimeError):
+    """The output directory cannot be used for this run; the message says what to do."""
+
+
+class RunSummary(BaseModel):
+    run_dir: str
+    status: str
+    message: str = ""
+    counts: dict[str, Any]
+    usage: Usage
+    seconds: float
+
+
+def fingerprint(contexts: list[Context], settings: Settings) -> str:
+    """Identity of a run: its contexts and settings (secrets excluded)."""
+    payload = {
+        "contexts": [c.model_dump(mode="json") for c in contexts],
+        "settings": settings.public_dump() | {"cache_path": None},
+    }
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return digest[:16]
+
+
+def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) -> None:
+    """Refuse to mix two runs in one directory; start a fresh checkpoint unless resuming."""
+    run_file = run_dir / out.RUN
+    if run_file.exists() and not force:
+        previous = out.read_json(run_file).get("run_id")
+        if previous != run_id:
+            raise RunDirError(
+                f"{run_dir} holds a different run ({previous}); choose another --out, "
+                "or pass --force to overwrite it"
+            )
+    if resume and not (run_dir / out.CHECKPOINTS).exists():
+        raise RunDirError(f"nothing to resume in {run_dir}: no {out.CHECKPOINTS}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        for name in (out.CHECKPOINTS, out.TRACE):
+            (run_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(run_dir / out.PARTIAL, ignore_errors=True)
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def run_pipeline(
+    input_path: str | Path,
+    run_dir: str | Path,
+    settings: Settings,
+    *,
+    limit: int | None = None,
+    resume: bool = False,
+    force: bool = False,
+    on_event: EventHandler | None = None,
+) -> RunSummary:
+    """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from cq2a.graph import build_graph
+
+    started = time.time()
+    run_dir = Path(run_dir)
+    contexts, skipped = read_contexts(input_path, settings.max_context_chars)
+    if limit is not None:
+        contexts = contexts[:limit]
+    if settings.cache_path is None:
+        settings = settings.model_copy(update={"cache_path": str(run_dir / out.LLM_CACHE)})
+    run_id = fingerprint(contexts, settings)
+    prepare_run_dir(run_dir, run_id, resume=resume, force=force)
+    forget_runtimes()
+    config = {
+        "configurable": {"thread_id": run_id},
+        "max_concurrency": max(settings.concurrency, 2),
+        "recursion_limit": 200 + 20 * len(contexts),
+    }
+    status, message = "finished", ""
+    if on_event is not None:
+        on_event({"event": "run_started", "contexts": len(contexts), "skipped": len(skipped)})
+    trace_path = run_dir / out.TRACE
+    with (
+        closing(sqlite3.connect(run_dir / out.CHECKPOINTS, check_same_thread=False)) as db,
+        trace_path.open("a", encoding="utf-8") as trace_file,
+    ):
+        tracer = structlog.wrap_logger(
+            structlog.WriteLogger(trace_file),
+            processors=[structlog.processors.JSONRenderer(default=str)],
+        )
+        graph = build_graph(checkpointer=SqliteSaver(db))
+        inputs = None if resume else {"contexts": contexts}
+        try:
+            for namespace, mode, chunk in graph.stream(
+                inputs,
+                config,
+                context=settings,
+                stream_mode=["custom", "updates"],
+                subgraphs=True,
+            ):
+                if mode == "custom":
+                    tracer.msg(**chunk)
+                    if on_event is not None:
+                        on_event(chunk)
+                elif not namespace and isinstance(chunk, dict) and "context" in chunk:
+                    save_partial(run_dir, chunk["context"] or {})
+        except BudgetExceeded as error:
+            status, message = "stopped", f"{error}; everything finished so far is saved"
+        except LLMCallFailed as error:
+            status, message = "failed", str(error)
+        values = graph.get_state(config).values
+    counts = write_results(run_dir, values, contexts, skipped)
+    usage = values.get("usage") or Usage()
+    finished = time.time()
+    record = {
+        "run_id": run_id,
+        "status": status,
+        "message": message,
+        "input": str(input_path),
+        "started": datetime.fromtimestamp(started, UTC).isoformat(),
+        "finished": datetime.fromtimestamp(finished, UTC).isoformat(),
+        "seconds": round(finished - started, 2),
+        "seed": settings.seed,
+        "models": {
+            "generator": settings.generator.model,
+            "reasker": settings.reasker.model,
+            "judge": settings.judge.model,
+            "sut": f"{settings.sut.kind}:{settings.sut.model}",
+            "embedding": settings.embedding_model,
+            "parser": settings.parser,
+        },
+        "versions": package_versions(),
+        "settings": settings.public_dump(),
+        "counts": counts,
+        "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
+        "judge_probe": _dump(values.get("judge_probe")),
+        "skipped": [s.model_dump() for s in skipped],
+        "repaired": [{"id": c.id, "note": c.note} for c in contexts if c.note],
+    }
+    out.write_json(run_dir / out.RUN, record)
+    return RunSummary(
+        run_dir=str(run_dir),
+        status=status,
+        message=message,
+        counts=counts,
+        usage=usage,
+        seconds=record["seconds"],
+    )
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, BaseModel) else value
+
+
+def save_partial(run_dir: Path, update: dict[str, Any]) -> None:
+    """Append one finished context's candidates, so a crash loses no finished work."""
+    candidates: list[Candidate] = update.get("candidates") or []
+    partial = run_dir / out.PARTIAL
+    out.append_jsonl(partial / out.REJECTED, [c for c in candidates if c.status != "accepted"])
+    out.append_jsonl(partial / "accepted.jsonl", [c for c in candidates if c.status == "accepted"])
+
+
+def bug_record(verdict: Verdict, case_by_id: dict[str, Any]) -> dict[str, Any]:
+    case = case_by_id[verdict.test_id]
+    return verdict.model_dump(mode="json") | {
+        "sentence": case.sentence,
+        "explanation": case.explanation,
+        "context": case.context,
+        "votes": case.votes,
+    }
+
+
+def write_results(
+    run_dir: Path, values: dict[str, Any], contexts: list[Context], skipped: list[Skip]
+) -> dict[str, Any]:
+    """Write the final files from the graph state and return the counts for run.json."""
+    candidates: list[Candidate] = values.get("candidates") or []
+    answers: list[Answer] = values.get("answers") or []
+    verdicts: list[Verdict] = values.get("verdicts") or []
+    graph_skips: list[Skip] = values.get("skipped") or []
+    cases = test_cases_of(candidates, {c.id: c for c in contexts})
+    case_by_id = {case.id: case for case in cases}
+    rejected = [c for c in candidates if c.status != "accepted"]
+    bugs = [bug_record(v, case_by_id) for v in verdicts if v.bug]
+    out.write_jsonl(run_dir / out.ANSWERS, answers)
+    out.write_jsonl(run_dir / out.TEST_CASES, cases)
+    out.write_jsonl(run_dir / out.REJECTED, rejected)
+    out.write_jsonl(run_dir / out.VERDICTS, verdicts)
+    out.write_jsonl(run_dir / out.BUGS, bugs)
+    out.write_jsonl(run_dir / out.SKIPPED, [*skipped, *graph_skips])
+    finished_contexts = {c.context_id for c in candidates} | {a.context_id for a in answers}
+    reasons = Counter(reason.value for c in rejected for reason in c.reasons)
+    return {
+        "contexts": len(contexts),
+        "contexts_finished": len(finished_contexts),
+        "skipped": len(skipped) + len(graph_skips),
+        "answers": dict(Counter(a.kind.value for a in answers)),
+        "candidates": len(candidates),
+        "questions_generated": sum(len(c.attempts) for c in candidates),
+        "accepted": len(cases),
+        "rejected": len(rejected),
+        "rejection_reasons": dict(reasons),
+        "accepted_by_kind": dict(Counter(case.kind.value for case in cases)),
+        "test_cases": len(cases),
+        "judged": sum(v.stage == "judge" for v in verdicts),
+        "bugs": len(bugs),
+        "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
+    }

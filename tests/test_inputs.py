@@ -1,0 +1,101 @@
+"""Bad input gets a recorded skip or a clear error, and the rest of the input goes on."""
+
+import json
+
+import pytest
+
+from cq2a.inputs import InputError, read_contexts
+
+GOOD = "The Normans were the people who gave their name to Normandy, a region in France."
+
+
+def write_lines(tmp_path, lines, name="in.jsonl"):
+    path = tmp_path / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def record(id_, context):
+    return json.dumps({"id": id_, "context": context}).encode()
+
+
+def reasons(skips):
+    return {skip.id: skip.reason for skip in skips}
+
+
+def test_bad_input_empty_and_punctuation_only(tmp_path):
+    path = write_lines(tmp_path, [record("a", ""), record("b", " ?!... "), record("c", GOOD)])
+    contexts, skips = read_contexts(path, 20_000)
+    assert [c.id for c in contexts] == ["c"]
+    assert reasons(skips) == {"a": "empty_context", "b": "empty_context"}
+
+
+def test_bad_input_invalid_json_and_missing_context(tmp_path):
+    lines = [b"{not json", json.dumps({"id": "m", "text": GOOD}).encode(), record("ok", GOOD)]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000)
+    assert [c.id for c in contexts] == ["ok"]
+    assert reasons(skips) == {"line 1": "invalid_json", "m": "missing_context"}
+
+
+def test_bad_input_invalid_utf8(tmp_path):
+    lines = [b'{"id": "x", "context": "caf\xe9 au lait"}', record("ok", GOOD)]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000)
+    assert [c.id for c in contexts] == ["ok"]
+    assert reasons(skips) == {"line 1": "invalid_utf8"}
+
+
+def test_bad_input_duplicate_ids_keep_the_first(tmp_path):
+    lines = [record("d", GOOD), record("d", GOOD + " Again."), record("e", GOOD)]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000)
+    assert [c.id for c in contexts] == ["d", "e"]
+    assert contexts[0].context == GOOD
+    assert reasons(skips) == {"d": "duplicate_id"}
+
+
+def test_bad_input_control_characters_are_replaced_and_noted(tmp_path):
+    lines = [record("k", "The Normans\x00 gave\x07 their name to Normandy, a region in France.")]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000)
+    assert skips == []
+    assert "\x00" not in contexts[0].context and "\x07" not in contexts[0].context
+    assert "control characters" in contexts[0].note
+
+
+def test_bad_input_oversize_context_is_truncated_at_a_sentence(tmp_path):
+    long_text = " ".join([GOOD] * 50)
+    contexts, _ = read_contexts(write_lines(tmp_path, [record("l", long_text)]), 1_000)
+    assert len(contexts[0].context) <= 1_000
+    assert contexts[0].context.endswith(".")
+    assert "truncated from" in contexts[0].note
+
+
+def test_bad_input_non_english_context_is_skipped(tmp_path):
+    german = (
+        "Die Normannen waren die Menschen, die im zehnten und elften Jahrhundert der Normandie "
+        "ihren Namen gaben, einer Region in Frankreich. Sie stammten von Wikingern ab."
+    )
+    contexts, skips = read_contexts(write_lines(tmp_path, [record("g", german)]), 20_000)
+    assert contexts == []
+    assert reasons(skips) == {"g": "non_english"}
+
+
+def test_bad_input_unreadable_path(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        read_contexts(tmp_path / "missing.jsonl", 20_000)
+    with pytest.raises(InputError, match="cannot read"):
+        read_contexts(tmp_path, 20_000)
+
+
+def test_text_input_one_context_per_line(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text(f"{GOOD}\n\n{GOOD} Second.\n", encoding="utf-8")
+    contexts, skips = read_contexts(path, 20_000)
+    assert [c.id for c in contexts] == ["line1", "line3"]
+    assert skips == []
+
+
+def test_shipped_sample_reads_cleanly():
+    from cq2a.cli import demo_input
+
+    contexts, skips = read_contexts(demo_input(), 20_000)
+    assert len(contexts) == 93 and skips == []
+    assert contexts[0].human_answers
