@@ -17,7 +17,7 @@ dependency subtrees:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from cq2a.models import Context, ParsedContext, Phrase, Sentence, Token
 from cq2a.parsing.base import SPACY_FIX, SPACY_MODEL, ParserUnavailable
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from spacy.tokens import Token as SpacyToken
 
 Relations = dict[int, tuple[int | None, str]]
+PhraseLabel = Literal["NP", "VP"]
 
 #: ClearNLP label -> UD label. ``prep``/``pobj``/``pcomp``/``agent`` are also re-attached (UD
 #: makes the object the head and the preposition its ``case``/``mark``). Copulas are not
@@ -170,7 +171,9 @@ def _clause_members(sent: Span, start: int, end: int, head: SpacyToken) -> set[i
 
 
 def _phrases(sent: Span, index_of: dict[int, int]) -> list[Phrase]:
-    spans = [(s, e, h, "NP") for s, e, h in _noun_phrase_spans(sent)]
+    spans: list[tuple[int, int, SpacyToken, PhraseLabel]] = [
+        (s, e, h, "NP") for s, e, h in _noun_phrase_spans(sent)
+    ]
     spans += [(*_verb_phrase_span(t), t, "VP") for t in sent if _is_vp_head(t)]
     phrases: dict[tuple[str, int, int], Phrase] = {}
     for start, end, head, label in spans:
