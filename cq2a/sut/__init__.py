@@ -1,0 +1,62 @@
+"""Adapters for the software under test, built from ``SUTSpec`` by ``build_sut``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cq2a.settings import SUTSpec
+from cq2a.sut.base import QASystem, SUTError, SUTQuery, clean_answer
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = ["QASystem", "SUTError", "SUTQuery", "build_sut", "clean_answer"]
+
+ChatFactory = Callable[[SUTSpec], "BaseChatModel"]
+
+
+def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASystem:
+    """The adapter ``spec.kind`` names. For ``openai``, ``chat_factory`` builds the chat model
+    (it knows how to start local servers); without one, ``backend`` must be openai/compatible."""
+    api_key = spec.api_key.get_secret_value() if spec.api_key else None
+    if spec.kind == "seq2seq":
+        from cq2a.sut.seq2seq import Seq2SeqSUT
+
+        return Seq2SeqSUT(
+            spec.model,
+            batch_size=spec.batch_size,
+            max_new_tokens=spec.max_new_tokens,
+            device=spec.device,
+        )
+    if spec.kind == "openai":
+        from cq2a.sut.chat import ChatSUT
+
+        chat = (chat_factory or _openai_chat)(spec)
+        return ChatSUT(chat, name=spec.model, max_concurrency=spec.batch_size)
+    if spec.kind == "callable":
+        from cq2a.sut.callable import CallableSUT
+
+        return CallableSUT(spec.model)
+    if spec.kind == "http":
+        from cq2a.sut.http import HTTPSUT
+
+        return HTTPSUT(spec.model, batch_size=spec.batch_size, api_key=api_key)
+    raise SUTError(f"unknown SUT kind {spec.kind!r}")
+
+
+def _openai_chat(spec: SUTSpec) -> BaseChatModel:
+    if spec.backend == "local":
+        raise SUTError(
+            "a local chat SUT needs a chat_factory that starts the local model server; "
+            "pass one, or set sut.backend to 'openai' or 'compatible' with sut.base_url"
+        )
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=spec.model,
+        base_url=spec.base_url,
+        api_key=spec.api_key,
+        temperature=0.0,
+        max_completion_tokens=spec.max_new_tokens,
+    )

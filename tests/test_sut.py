@@ -1,0 +1,306 @@
+"""Software-under-test adapters: seq2seq batching, chat, callable and HTTP."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from langchain_core.language_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+
+from cq2a.settings import SUTSpec  # noqa: E402
+from cq2a.sut import SUTError, SUTQuery, build_sut  # noqa: E402
+from cq2a.sut.base import QASystem, clean_answer  # noqa: E402
+from cq2a.sut.callable import CallableSUT, takes_batch  # noqa: E402
+from cq2a.sut.chat import ChatSUT  # noqa: E402
+from cq2a.sut.http import HTTPSUT  # noqa: E402
+from cq2a.sut.seq2seq import Seq2SeqSUT, pick_dtype, unifiedqa_input  # noqa: E402
+from evals.sut_speed import random_t5, train_tokenizer  # noqa: E402
+
+CONTEXTS = [
+    "The Normans gave their name to Normandy, a region in France.",
+    "Rollo was the leader of the Norse raiders and pirates from Denmark.",
+    "Harvard is a private research university in Cambridge, Massachusetts.",
+]
+QUESTIONS = [
+    "Where is Normandy?",
+    "Who led the Norse raiders and pirates who came from Denmark, Iceland and Norway?",
+    "Is Harvard private?",
+    "In which city is the university?",
+    "Who was Rollo?",
+    "What region did the Normans name?",
+    "Did the Norse come from Denmark?",
+]
+
+
+def queries(n: int) -> list[SUTQuery]:
+    return [
+        SUTQuery(question=QUESTIONS[i % len(QUESTIONS)], context=CONTEXTS[i % len(CONTEXTS)])
+        for i in range(n)
+    ]
+
+
+# ---- seq2seq ----
+
+
+def test_unifiedqa_input_uses_literal_backslash_n_and_lower_case() -> None:
+    text = unifiedqa_input(" Where is Normandy? ", "Normandy is in FRANCE.")
+    assert text == "where is normandy? \\n normandy is in france."
+    assert "\n" not in text
+    assert len(" \\n ") == 4
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return train_tokenizer(QUESTIONS + CONTEXTS)
+
+
+@pytest.fixture(scope="module")
+def tiny_t5(tokenizer: Any) -> Any:
+    shape = {"d_model": 16, "d_ff": 32, "d_kv": 8, "num_layers": 2, "num_heads": 2}
+    return random_t5(len(tokenizer), seed=0, **shape)
+
+
+def counting(model: Any) -> list[int]:
+    """Make ``model.generate`` record each call's batch size."""
+    calls: list[int] = []
+    generate = model.generate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["input_ids"].shape[0])
+        return generate(*args, **kwargs)
+
+    model.generate = spy
+    return calls
+
+
+def test_seq2seq_generates_once_per_batch_in_input_order(tiny_t5: Any, tokenizer: Any) -> None:
+    items = queries(10)
+    sut = Seq2SeqSUT(
+        "tiny", model=tiny_t5, tokenizer=tokenizer, device="cpu", batch_size=4, max_new_tokens=6
+    )
+    calls = counting(tiny_t5)
+    batched = sut.answer(items)
+    assert calls == [4, 4, 2]
+    assert len(calls) == math.ceil(len(items) / sut.batch_size)
+    sut.batch_size = 1
+    one_by_one = [sut.answer([item])[0] for item in items]
+    assert batched == one_by_one
+    del tiny_t5.generate
+
+
+class EchoModel(torch.nn.Module):
+    """Generates its input back, so each answer shows which query it came from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[int]] = []
+
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_: Any) -> Any:
+        self.batches.append(attention_mask.sum(dim=1).tolist())
+        return input_ids
+
+
+def test_seq2seq_sorts_by_length_and_restores_order(tokenizer: Any) -> None:
+    items = queries(7)
+    model = EchoModel()
+    sut = Seq2SeqSUT("echo", model=model, tokenizer=tokenizer, device="cpu", batch_size=3)
+    answers = sut.answer(items)
+    expected = [
+        clean_answer(
+            tokenizer.decode(
+                tokenizer(unifiedqa_input(i.question, i.context))["input_ids"],
+                skip_special_tokens=True,
+            )
+        )
+        for i in items
+    ]
+    assert answers == expected
+    assert [len(batch) for batch in model.batches] == [3, 3, 1]
+    lengths = [length for batch in model.batches for length in batch]
+    assert lengths == sorted(lengths)
+
+
+def test_seq2seq_dtype_choice() -> None:
+    assert pick_dtype("cpu", "t5") is torch.float32
+
+
+# ---- chat ----
+
+
+class ScriptedChat(BaseChatModel):
+    """Answers with the question it finds in the prompt; records every prompt."""
+
+    prompts: list[str] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(self, messages: list[BaseMessage], *_: Any, **__: Any) -> ChatResult:
+        prompt = str(messages[-1].content)
+        self.prompts.append(prompt)
+        question = prompt.split("Question:")[1].splitlines()[0].strip()
+        reply = "Yes, it is." if question.startswith("Is ") else f"Answer: {question}"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
+
+
+def test_chat_sut_prompts_with_context_and_cleans_answers() -> None:
+    chat = ScriptedChat(prompts=[])
+    items = queries(3)
+    answers = ChatSUT(chat, name="scripted", max_concurrency=2).answer(items)
+    assert answers == ["Where is Normandy", QUESTIONS[1].rstrip("?"), "yes"]
+    assert len(chat.prompts) == 3
+    first = next(p for p in chat.prompts if QUESTIONS[0] in p)
+    assert first.index(CONTEXTS[0]) < first.index(QUESTIONS[0])
+
+
+# ---- callable ----
+
+
+def per_query(question: str, context: str) -> str:
+    return f'"{context.split()[1]}."'
+
+
+def batch_answers(items: list[SUTQuery]) -> list[str]:
+    return ["True" if item.question.startswith(("Is", "Did")) else "span" for item in items]
+
+
+def test_callable_sut_per_query_and_batch() -> None:
+    items = queries(7)
+    assert not takes_batch(per_query) and takes_batch(batch_answers)
+    assert CallableSUT(per_query).answer(items[:2]) == ["Normans", "was"]
+    answers = CallableSUT(batch_answers).answer(items)
+    assert answers == ["span", "span", "yes", "span", "span", "span", "yes"]
+    imported = CallableSUT("operator:concat")
+    assert imported.answer(items[:1]) == [items[0].question + items[0].context.rstrip(".")]
+
+
+def test_callable_sut_errors() -> None:
+    with pytest.raises(SUTError, match="module:function"):
+        CallableSUT("operator")
+    with pytest.raises(SUTError, match="cannot import"):
+        CallableSUT("operator:no_such_function")
+    with pytest.raises(SUTError, match="1 answers for 2"):
+        CallableSUT(lambda items: ["one"]).answer(queries(2))
+    with pytest.raises(SUTError, match="ZeroDivisionError"):
+        CallableSUT(lambda q, c: str(1 / 0)).answer(queries(1))
+
+
+# ---- http ----
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+
+def serve(behaviour: str) -> tuple[ThreadingHTTPServer, Recorder]:
+    recorder = Recorder()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            recorder.bodies.append(body)
+            if behaviour == "slow":
+                time.sleep(1.0)
+            if behaviour == "broken":
+                return self.reply(500, {"error": "model crashed"})
+            if "items" in body:
+                if behaviour == "single":
+                    return self.reply(404, {"error": "not found"})
+                answers = [f"{item['question'].split()[0]}." for item in body["items"]]
+                return self.reply(200, {"answers": answers})
+            answer = "No" if body["question"].startswith("Is") else body["question"].split()[0]
+            self.reply(200, {"answer": answer})
+
+        def reply(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, recorder
+
+
+@pytest.fixture
+def http_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, Recorder]]:
+    server, recorder = serve(request.param)
+    yield f"http://127.0.0.1:{server.server_address[1]}/answer", recorder
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("http_server", ["batch"], indirect=True)
+def test_http_sut_batches(http_server: tuple[str, Recorder]) -> None:
+    url, recorder = http_server
+    sut = HTTPSUT(url, batch_size=3)
+    assert sut.answer(queries(7)) == ["Where", "Who", "Is", "In", "Who", "What", "Did"]
+    assert [len(body["items"]) for body in recorder.bodies] == [3, 3, 1]
+    assert sut.mode == "batch"
+
+
+@pytest.mark.parametrize("http_server", ["single"], indirect=True)
+def test_http_sut_falls_back_to_single_requests(http_server: tuple[str, Recorder]) -> None:
+    url, recorder = http_server
+    sut = HTTPSUT(url, batch_size=2)
+    assert sut.answer(queries(3)) == ["Where", "Who", "no"]
+    assert sut.mode == "single"
+    assert len(recorder.bodies) == 4
+    assert set(recorder.bodies[1]) == {"question", "context"}
+
+
+@pytest.mark.parametrize("http_server", ["broken"], indirect=True)
+def test_http_sut_reports_server_errors(http_server: tuple[str, Recorder]) -> None:
+    with pytest.raises(SUTError, match="HTTP 500.*model crashed"):
+        HTTPSUT(http_server[0]).answer(queries(1))
+
+
+@pytest.mark.parametrize("http_server", ["slow"], indirect=True)
+def test_http_sut_times_out(http_server: tuple[str, Recorder]) -> None:
+    with pytest.raises(SUTError, match="cannot reach"):
+        HTTPSUT(http_server[0], timeout_s=0.2).answer(queries(1))
+
+
+def test_http_sut_unreachable_and_bad_url() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    port = server.server_address[1]
+    server.server_close()
+    with pytest.raises(SUTError, match="cannot reach"):
+        HTTPSUT(f"http://127.0.0.1:{port}/", timeout_s=2).answer(queries(1))
+    with pytest.raises(SUTError, match="http"):
+        HTTPSUT("ftp://example")
+
+
+# ---- build_sut ----
+
+
+def test_build_sut_kinds() -> None:
+    seq2seq = build_sut(SUTSpec(kind="seq2seq", model="some/model", batch_size=8, device="cpu"))
+    assert isinstance(seq2seq, Seq2SeqSUT) and seq2seq.batch_size == 8
+    assert isinstance(build_sut(SUTSpec(kind="callable", model="operator:concat")), CallableSUT)
+    http = build_sut(SUTSpec(kind="http", model="http://127.0.0.1:9/answer"))
+    assert isinstance(http, HTTPSUT)
+    chat = build_sut(SUTSpec(kind="openai"), chat_factory=lambda spec: ScriptedChat(prompts=[]))
+    assert isinstance(chat, ChatSUT) and isinstance(chat, QASystem)
+    with pytest.raises(SUTError, match="chat_factory"):
+        build_sut(SUTSpec(kind="openai", backend="local"))
