@@ -1,6 +1,6 @@
 """Typed records that flow through a run.
 
-context -> parsed sentences -> answers -> candidate questions -> test cases -> SUT answers -> verdicts.
+context -> sentences -> answers -> candidate questions -> test cases -> SUT answers -> verdicts.
 """
 
 from __future__ import annotations

@@ -90,6 +90,31 @@ def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) ->
         shutil.rmtree(run_dir / out.PARTIAL, ignore_errors=True)
 
 
+#: The record types a checkpoint holds; only these are deserialised on resume.
+CHECKPOINT_TYPES = [
+    ("cq2a.models", name)
+    for name in (
+        "Context",
+        "Answer",
+        "AnswerKind",
+        "Triple",
+        "Candidate",
+        "Attempt",
+        "CheckResult",
+        "RejectReason",
+        "Skip",
+        "Verdict",
+        "JudgeVerdict",
+    )
+] + [("cq2a.llm.usage", "Usage"), ("cq2a.oracle", "ProbeResult")]
+
+
+def checkpoint_serializer() -> Any:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
+
+
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in VERSIONED_PACKAGES:
@@ -142,7 +167,7 @@ def run_pipeline(
             structlog.WriteLogger(trace_file),
             processors=[structlog.processors.JSONRenderer(default=str)],
         )
-        graph = build_graph(checkpointer=SqliteSaver(db))
+        graph = build_graph(checkpointer=SqliteSaver(db, serde=checkpoint_serializer()))
         inputs = None if resume else {"contexts": contexts}
         try:
             for namespace, mode, chunk in graph.stream(

