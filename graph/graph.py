@@ -7,6 +7,10 @@ probe -> (Send per context) extract -> generate -> check -> reask -> compare -+-
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+
 from cq2a.graph.state import ContextState, RunInput, RunOutput, RunState
 from cq2a.nodes.check import check
 from cq2a.nodes.compare import compare, route_after_compare
@@ -15,10 +19,6 @@ from cq2a.nodes.extract import extract
 from cq2a.nodes.generate import generate
 from cq2a.nodes.probe import probe
 from cq2a.nodes.reask import reask
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
-
 from cq2a.settings import Settings
 
 
@@ -63,3 +63,6 @@ def build_graph(checkpointer=None) -> CompiledStateGraph:
     builder.add_edge("context", "evaluate")
     builder.add_edge("evaluate", END)
     return builder.compile(checkpointer=checkpointer, name="cq2a")
+
+
+graph = build_graph()
