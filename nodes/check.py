@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cq2a.graph.state import ContextState
-from cq2a.nodes._runtime import services
 from langgraph.runtime import Runtime
 
+from cq2a.graph.state import ContextState
+from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
 from cq2a.stages import check_round
 from cq2a.trace import emit

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from cq2a.graph.state import ContextState
-from cq2a.nodes._runtime import services
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from cq2a.generation import needs_question
+from cq2a.graph.state import ContextState
+from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
 from cq2a.stages import compare_round
 from cq2a.trace import emit

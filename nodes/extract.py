@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cq2a.graph.state import ContextState
-from cq2a.nodes._runtime import services
 from langgraph.runtime import Runtime
 
+from cq2a.graph.state import ContextState
 from cq2a.models import AnswerKind
+from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
 from cq2a.stages import extract_answers
 from cq2a.trace import emit

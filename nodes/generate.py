@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cq2a.graph.state import ContextState
-from cq2a.nodes._runtime import services
 from langgraph.runtime import Runtime
 
+from cq2a.graph.state import ContextState
+from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
 from cq2a.stages import generate_round
 from cq2a.trace import emit
