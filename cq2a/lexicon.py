@@ -5,83 +5,15 @@ from __future__ import annotations
 import re
 
 PERSONAL_PRONOUNS = frozenset(
-    [
-        "i",
-        "me",
-        "my",
-        "mine",
-        "myself",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "he",
-        "him",
-        "his",
-        "himself",
-        "she",
-        "her",
-        "hers",
-        "herself",
-        "it",
-        "its",
-        "itself",
-        "we",
-        "us",
-        "our",
-        "ours",
-        "ourselves",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "themselves",
-        "one",
-    ]
+    "i me my mine myself you your yours yourself yourselves he him his himself she her hers "
+    "herself it its itself we us our ours ourselves they them their theirs themselves one".split()
 )
-DEMONSTRATIVES = frozenset(
-    [
-        "this",
-        "that",
-        "these",
-        "those",
-        "such",
-        "here",
-        "there",
-    ]
-)
+DEMONSTRATIVES = frozenset("this that these those such here there".split())
 #: Linking and auxiliary verbs: never an answer, never a relation (III-A2, III-C1). The paper's
 #: own relation example is "becomes", so only be/have/do and the modals count as non-lexical.
 NON_LEXICAL_VERBS = frozenset(
-    [
-        "be",
-        "is",
-        "are",
-        "was",
-        "were",
-        "been",
-        "being",
-        "am",
-        "have",
-        "has",
-        "had",
-        "having",
-        "do",
-        "does",
-        "did",
-        "done",
-        "doing",
-        "can",
-        "could",
-        "may",
-        "might",
-        "must",
-        "shall",
-        "should",
-        "will",
-        "would",
-    ]
+    "be is are was were been being am have has had having do does did done doing can could "
+    "may might must shall should will would".split()
 )
 
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)

@@ -1,0 +1,79 @@
+"""III-C2 compare and settle, III-D oracle decisions, and the generation slot bookkeeping."""
+
+from cq2a.consistency import compare_with_gold, settle
+from cq2a.generation import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
+from cq2a.llm.client import Malformed
+from cq2a.models import Answer, AnswerKind, Attempt, Candidate, RejectReason
+from cq2a.oracle import consistent_by_judge, consistent_by_similarity, same_yes_no
+
+ANSWER = Answer(
+    id="c:e0",
+    context_id="c",
+    kind=AnswerKind.ENTITY_WORD,
+    text="Normandy",
+    sentence="s",
+    sentence_index=0,
+)
+
+
+def candidate_with(attempt: Attempt, attempts_before: int = 0) -> Candidate:
+    earlier = [
+        Attempt(number=i + 1, question="q", explanation="e", reasons=[RejectReason.LEAK])
+        for i in range(attempts_before)
+    ]
+    return Candidate(
+        id="c:e0:q0", context_id="c", answer=ANSWER, slot=0, attempts=[*earlier, attempt]
+    )
+
+
+def test_compare_accepts_at_threshold_and_rejects_below():
+    accepted = candidate_with(
+        Attempt(
+            number=1,
+            question="q",
+            explanation="e",
+            votes=["Normandy"] * 5,
+            majority_answer="Normandy",
+        )
+    )
+    rejected = accepted.model_copy(update={"id": "c:e0:q1"})
+    rejected = rejected.model_copy(
+        update={"attempts": [rejected.current.model_copy(update={"majority_answer": "Iceland"})]}
+    )
+    scores = {"Normandy": 1.0, "Iceland": 0.2}
+    result = compare_with_gold(
+        [accepted, rejected], lambda a, b: [scores[x] for x in a], threshold=0.75
+    )
+    assert result[0].current.similarity == 1.0 and not result[0].current.rejected
+    assert result[1].current.reasons == [RejectReason.INCONSISTENT]
+
+
+def test_settle_accepts_rejects_for_good_or_keeps_pending():
+    passed = candidate_with(Attempt(number=1, question="q", explanation="e", similarity=0.9))
+    assert settle(passed, max_attempts=2).status == "accepted"
+    failed = Attempt(number=1, question="q", explanation="e", reasons=[RejectReason.LEAK])
+    assert settle(candidate_with(failed), max_attempts=2).status == "pending"
+    last = failed.model_copy(update={"number": 2})
+    assert settle(candidate_with(last, attempts_before=1), max_attempts=2).status == "rejected"
+
+
+def test_fill_slots_records_missing_and_malformed_outputs():
+    slots = new_slots(ANSWER, 3)
+    generated = GeneratedQuestions(
+        questions=[
+            GeneratedQuestion(question="Which region is named after them?", explanation="Normandy")
+        ]
+    )
+    filled = fill_slots(slots, generated, feedback="")
+    assert filled[0].current.question.startswith("Which region")
+    assert [c.current.reasons for c in filled[1:]] == [[RejectReason.NO_QUESTION]] * 2
+    malformed = fill_slots(slots, Malformed(raw="{", error="bad json"), feedback="")
+    assert all(c.current.reasons == [RejectReason.MALFORMED] for c in malformed)
+
+
+def test_oracle_stages():
+    assert consistent_by_similarity(0.75, 0.75) and not consistent_by_similarity(0.74, 0.75)
+    assert consistent_by_judge(50, 50) and not consistent_by_judge(49, 50)
+    assert same_yes_no("Yes", "yes, it is") is True
+    assert same_yes_no("no", "Yes.") is False
+    assert same_yes_no("Normandy", "yes") is None
