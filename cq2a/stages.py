@@ -70,6 +70,25 @@ def extract_relations(
     return answers[:limit], usage
 
 
+def drop_long_sentences(parsed: ParsedContext, max_tokens: int) -> ParsedContext:
+    """Sentences longer than ``max_tokens`` are left out of extraction, and say so."""
+    kept = [s for s in parsed.sentences if len(s.tokens) <= max_tokens]
+    for sentence in parsed.sentences:
+        if len(sentence.tokens) > max_tokens:
+            emit(
+                "sentence_skipped",
+                context_id=parsed.context_id,
+                sentence_index=sentence.index,
+                tokens=len(sentence.tokens),
+                reason=f"longer than max_sentence_tokens={max_tokens}",
+            )
+    return (
+        parsed
+        if len(kept) == len(parsed.sentences)
+        else parsed.model_copy(update={"sentences": kept})
+    )
+
+
 def extract_answers(services: Services, context: Context) -> tuple[list[Answer], Usage]:
     """Entities from the parse (III-A1) and relations from the LLM (III-A2), capped per context.
 
@@ -78,7 +97,7 @@ def extract_answers(services: Services, context: Context) -> tuple[list[Answer],
     from cq2a.extraction import extract_entities
 
     settings = services.settings
-    parsed = services.parser.parse(context)
+    parsed = drop_long_sentences(services.parser.parse(context), settings.max_sentence_tokens)
     cap = settings.answers_per_context
     relations: list[Answer] = []
     usage = Usage()

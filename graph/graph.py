@@ -12,6 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from cq2a.graph.state import ContextState, RunInput, RunOutput, RunState
+from cq2a.models import Context
 from cq2a.nodes.check import check
 from cq2a.nodes.compare import compare, route_after_compare
 from cq2a.nodes.evaluate import evaluate
@@ -47,7 +48,8 @@ def fan_out_contexts(state: RunState) -> list[Send] | str:
     contexts = state.get("contexts", [])
     if not contexts:
         return "evaluate"
-    return [Send("context", {"context": context}) for context in contexts]
+    # Callers over the LangGraph API send plain dicts; the branches get typed records.
+    return [Send("context", {"context": Context.model_validate(c)}) for c in contexts]
 
 
 def build_graph(checkpointer=None) -> CompiledStateGraph:

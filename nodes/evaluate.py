@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from cq2a.graph.state import RunState
+from cq2a.models import Context
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
 from cq2a.stages import evaluate_cases, run_sut, test_cases_of
@@ -17,7 +18,7 @@ from cq2a.trace import emit
 def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     run = services(runtime)
     started = time.perf_counter()
-    contexts = {context.id: context for context in state.get("contexts", [])}
+    contexts = {c.id: c for c in map(Context.model_validate, state.get("contexts", []))}
     cases = test_cases_of(state.get("candidates", []), contexts)
     emit("stage_started", stage="evaluate", counts={"test_cases": len(cases)})
     sut_answers = run_sut(run, cases)
