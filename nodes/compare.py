@@ -19,9 +19,9 @@ def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     context = state["context"]
     compared = compare_round(services(runtime), state.get("candidates", []))
     for candidate in compared:
-        fate = "accepted" if candidate.status == "accepted" else "rejected"
+        accepted = candidate.status == "accepted"
         emit(
-            f"candidate_{fate}",
+            "candidate_accepted" if accepted else "candidate_rejected",
             context_id=context.id,
             candidate_id=candidate.id,
             stage="compare",

@@ -220,3 +220,31 @@ def test_malformed_generation_is_retried_then_rejected(scripted_llm):
     assert candidate.reasons == [RejectReason.MALFORMED, RejectReason.MALFORMED]
     generation_requests = [r for r in scripted_llm.requests if "Target answer" in str(r.body)]
     assert len(generation_requests) == 4  # 2 attempts x (1 request + 1 malformed retry)
+
+
+def test_trace_events_stream_per_context_in_stage_order(scripted_llm):
+    from cq2a.trace import TraceEvent
+
+    question = "Which agreement did Rollo conclude with the Frankish ruler in 911?"
+    script = PipelineScript(
+        questions=lambda answer, fb: [explained(question, answer)], votes=lambda q: [FIRST] * 5
+    )
+    script.install(scripted_llm.rules)
+    settings = settings_for(scripted_llm, questions_per_entity=1)
+    events = [
+        chunk
+        for _, chunk in build_graph().stream(
+            {"contexts": [CONTEXT]}, context=settings, stream_mode="custom", subgraphs=True
+        )
+    ]
+    for event in events:
+        TraceEvent.model_validate(event)
+    mine = [e for e in events if e.get("context_id") == CONTEXT.id]
+    stages = [e["stage"] for e in mine if e["event"] == "stage_finished"]
+    assert stages == ["extract", "generate", "check", "reask"]
+    assert mine[-1]["event"] == "context_finished"
+    accepted = [e for e in mine if e["event"] == "candidate_accepted"]
+    assert accepted and accepted[0]["final"] and accepted[0]["similarity"] >= 0.99
+    generate = next(e for e in mine if e["event"] == "stage_finished" and e["stage"] == "generate")
+    assert generate["usage"]["requests"] == 1 and generate["usage"]["prompt_tokens"] > 0
+    assert events[-1]["event"] == "stage_finished" and events[-1]["stage"] == "evaluate"
