@@ -37,8 +37,8 @@ class LLMSpec(BaseModel):
     base_url: str | None = Field(None, description="Server URL for backend=compatible.")
     api_key: SecretStr | None = Field(None, description="API key; never logged or written out.")
     temperature: float = Field(0.7, ge=0.0, le=2.0)
-    max_tokens: int = Field(768, gt=0, description="Completion token cap per request.")
-    timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
+    max_tokens: int = Field(1024, gt=0, description="Completion token cap per request.")
+    timeout_s: float = Field(300.0, gt=0, description="Per-request timeout in seconds.")
     supports_n: bool | None = Field(
         None, description="Whether the server honours n>1; None means detect on first use."
     )

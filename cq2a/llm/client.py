@@ -128,7 +128,13 @@ class ChatClient:
         self.base_url = base_url
         self.cache = cache
         self.meter = meter
-        self.semaphore = _shared_semaphore(run_key, settings.concurrency)
+        # llama.cpp's server answers one request at a time: queueing inside it only makes
+        # waiting requests time out and be sent again, so a local server gets one at a time.
+        self.semaphore = (
+            _shared_semaphore(f"local:{base_url}", 1)
+            if spec.backend == "local"
+            else _shared_semaphore(run_key, settings.concurrency)
+        )
         limiter = (
             _shared_rate_limiter(settings.requests_per_second)
             if settings.requests_per_second
