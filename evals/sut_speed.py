@@ -40,20 +40,14 @@ def train_tokenizer(texts: list[str], vocab_size: int = 8000) -> Any:
     )
 
 
-def random_t5(vocab_size: int, seed: int = 0, **shape: int) -> Any:
+def random_t5(vocab_size: int, seed: int = 0, **shape: Any) -> Any:
     """A randomly initialised T5ForConditionalGeneration (pad 0, eos 1, as T5 has them)."""
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
     torch.manual_seed(seed)
-    config = T5Config(
-        vocab_size=vocab_size,
-        pad_token_id=0,
-        eos_token_id=1,
-        decoder_start_token_id=0,
-        **shape,
-    )
-    return T5ForConditionalGeneration(config).eval()
+    ids: dict[str, Any] = {"pad_token_id": 0, "eos_token_id": 1, "decoder_start_token_id": 0}
+    return T5ForConditionalGeneration(T5Config(vocab_size=vocab_size, **ids, **shape)).eval()
 
 
 def squad_queries(n: int) -> list[SUTQuery]:

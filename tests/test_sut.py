@@ -219,6 +219,7 @@ def serve(behaviour: str) -> tuple[ThreadingHTTPServer, Recorder]:
             recorder.bodies.append(body)
             if behaviour == "slow":
                 time.sleep(1.0)
+                return None  # the client has given up; replying would hit a closed socket
             if behaviour == "broken":
                 return self.reply(500, {"error": "model crashed"})
             if "items" in body:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import HumanMessage
 
 from cq2a.prompts_loader import render_prompt
@@ -22,7 +22,7 @@ class ChatSUT:
     def answer(self, items: list[SUTQuery]) -> list[str]:
         if not items:
             return []
-        prompts = [
+        prompts: list[LanguageModelInput] = [
             [HumanMessage(render_prompt("sut_answer", context=i.context, question=i.question))]
             for i in items
         ]
