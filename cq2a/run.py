@@ -61,12 +61,34 @@ class RunSummary(BaseModel):
     seconds: float
 
 
+#: Settings that change how a run is carried out but not its results: a run may be resumed with
+#: other values (a restarted server on a new port, a raised spending cap, lower concurrency).
+RUNTIME_SETTINGS = (
+    "concurrency",
+    "requests_per_second",
+    "llm_retries",
+    "max_tokens",
+    "max_cost",
+    "price_per_1k_prompt",
+    "price_per_1k_completion",
+    "cache_path",
+    "model_dir",
+)
+RUNTIME_LLM_FIELDS = ("base_url", "timeout_s", "supports_n")
+RUNTIME_SUT_FIELDS = ("base_url", "batch_size", "device")
+
+
 def fingerprint(contexts: list[Context], settings: Settings) -> str:
-    """Identity of a run: its contexts and settings (secrets excluded)."""
-    payload = {
-        "contexts": [c.model_dump(mode="json") for c in contexts],
-        "settings": settings.public_dump() | {"cache_path": None},
-    }
+    """Identity of a run: its contexts and the settings that shape its results (no secrets)."""
+    public = settings.public_dump()
+    for name in RUNTIME_SETTINGS:
+        public.pop(name, None)
+    for role in ("generator", "reasker", "judge"):
+        for name in RUNTIME_LLM_FIELDS:
+            public[role].pop(name, None)
+    for name in RUNTIME_SUT_FIELDS:
+        public["sut"].pop(name, None)
+    payload = {"contexts": [c.model_dump(mode="json") for c in contexts], "settings": public}
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     return digest[:16]
 
@@ -168,6 +190,12 @@ def run_pipeline(
             processors=[structlog.processors.JSONRenderer(default=str)],
         )
         graph = build_graph(checkpointer=SqliteSaver(db, serde=checkpoint_serializer()))
+        if resume and not graph.get_state(config).values:
+            raise RunDirError(
+                f"nothing to resume in {run_dir} for this input and these settings: the "
+                "interrupted run used others; rerun it with the same input and settings, "
+                "or start afresh without --resume"
+            )
         inputs = None if resume else {"contexts": contexts}
         try:
             for namespace, mode, chunk in graph.stream(
