@@ -15,8 +15,10 @@ class Services:
     settings: Settings
     run_key: str = "default"
 
-    @cached_property
+    @property
     def llm(self) -> LLMRuntime:
+        # Not cached here: forget_runtimes() closes a run's cache and drops its meter; the next run
+        # with the same settings must get new ones, not this object's closed cache and spent meter.
         return get_llm_runtime(self.settings, self.run_key)
 
     @cached_property
