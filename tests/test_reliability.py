@@ -1,0 +1,299 @@
+"""Reliability of whole runs: injected faults, crashes and resume, the LLM cache, malformed output,
+the spending cap, secrets, and bad input. Every role is played by the scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cq2a import outputs as out
+from cq2a.llm.client import forget_runtimes
+from cq2a.run import RunDirError, run_pipeline
+from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
+from tests import reliability_worker as worker
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT_FILES = (out.TEST_CASES, out.REJECTED, out.BUGS)
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtimes():
+    forget_runtimes()
+    yield
+    forget_runtimes()
+
+
+def scripted_run(
+    server: ScriptedLLMServer, input_path: Path, run_dir: Path, **overrides: Any
+) -> dict[str, Any]:
+    worker.script().install(server.rules)
+    summary = run_pipeline(input_path, run_dir, worker.settings_for(server.base_url, **overrides))
+    record = out.read_json(run_dir / out.RUN)
+    assert record["status"] == summary.status
+    return record
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def result_sets(run_dir: Path) -> dict[str, list[str]]:
+    return {name: sorted(lines(run_dir / name)) for name in RESULT_FILES}
+
+
+def assert_counts_match_files(run_dir: Path, record: dict[str, Any]) -> None:
+    counts = record["counts"]
+    rejected = out.read_jsonl(run_dir / out.REJECTED)
+    assert counts["accepted"] == len(lines(run_dir / out.TEST_CASES))
+    assert counts["rejected"] == len(rejected)
+    assert counts["bugs"] == len(lines(run_dir / out.BUGS))
+    reasons = Counter(r for c in rejected for a in c["attempts"] for r in a["reasons"])
+    assert counts["rejection_reasons"] == dict(reasons)
+    assert sum(counts["rejection_reasons"].values()) == reasons.total()
+
+
+# ---- faults ----
+
+
+def test_fault_injection_run_finishes_and_accounts_for_everything(tmp_path):
+    contexts = worker.contexts(20)
+    input_path = worker.write_input(tmp_path / "in.jsonl", contexts)
+    plan = FaultPlan(rate=0.2, kinds=list(FAULT_KINDS), seed=3)
+    with ScriptedLLMServer(faults=plan, timeout_hold_s=1.5, retry_after_s=0.01) as server:
+        record = scripted_run(
+            server,
+            input_path,
+            tmp_path / "run",
+            spec={"timeout_s": 1.0},
+            llm_retries=3,
+            concurrency=4,
+        )
+        faults = Counter(r.fault for r in server.requests if r.fault)
+    run_dir = tmp_path / "run"
+    assert record["status"] == "finished", record["message"]
+    assert faults.total() >= 5 and len(faults) >= 3, faults
+    done = {a["context_id"] for a in out.read_jsonl(run_dir / out.ANSWERS)}
+    done |= {c["context_id"] for c in out.read_jsonl(run_dir / out.REJECTED)}
+    done |= {c["context_id"] for c in out.read_jsonl(run_dir / out.TEST_CASES)}
+    skipped = {s["id"]: s["reason"] for s in out.read_jsonl(run_dir / out.SKIPPED)}
+    for context in contexts:
+        assert context.id in done or skipped.get(context.id), context.id
+    for candidate in out.read_jsonl(run_dir / out.REJECTED):
+        assert candidate["status"] == "rejected"
+        assert any(a["reasons"] for a in candidate["attempts"]), candidate["id"]
+    verdicts = out.read_jsonl(run_dir / out.VERDICTS)
+    assert len(verdicts) == record["counts"]["accepted"]
+    for verdict in verdicts:  # a judge that failed leaves its reason, and no bug is claimed
+        if verdict["stage"] == "judge" and verdict["judge_score"] is None:
+            assert verdict["judge_explanation"] and not verdict["bug"]
+    assert record["counts"]["candidates"] == 2 * len(contexts)
+    assert record["counts"]["accepted"] + record["counts"]["rejected"] == 2 * len(contexts)
+    assert_counts_match_files(run_dir, record)
+
+
+def test_fault_budget_cap_stops_the_run_cleanly(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(6))
+    with ScriptedLLMServer() as server:
+        record = scripted_run(server, input_path, tmp_path / "run", max_tokens=400)
+        sent = len(server.requests)
+    run_dir = tmp_path / "run"
+    assert record["status"] == "stopped"
+    assert "token cap reached" in record["message"] and "400" in record["message"]
+    assert sent < 6 * 3  # far fewer requests than a full run of six contexts
+    for name in (out.TEST_CASES, out.REJECTED, out.BUGS, out.ANSWERS, out.SKIPPED, out.TRACE):
+        assert (run_dir / name).exists(), name
+    assert_counts_match_files(run_dir, record)
+
+
+def test_resume_after_budget_stop_with_a_raised_cap_completes_the_run(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(4))
+    with ScriptedLLMServer() as server:
+        reference = scripted_run(server, input_path, tmp_path / "reference")
+        stopped = scripted_run(server, input_path, tmp_path / "run", max_tokens=400)
+        server.reset()
+        summary = run_pipeline(
+            input_path, tmp_path / "run", worker.settings_for(server.base_url), resume=True
+        )
+        resumed_requests = len(server.requests)
+    assert stopped["status"] == "stopped" and summary.status == "finished"
+    assert 0 < resumed_requests < reference["usage"]["requests"]
+    assert result_sets(tmp_path / "run") == result_sets(tmp_path / "reference")
+
+
+def test_resume_with_other_settings_is_refused_with_advice(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    with ScriptedLLMServer() as server:
+        scripted_run(server, input_path, tmp_path / "run")
+        (tmp_path / "run" / out.RUN).unlink()
+        changed = worker.settings_for(server.base_url, questions_per_entity=3)
+        with pytest.raises(RunDirError, match="nothing to resume.*same input and settings"):
+            run_pipeline(input_path, tmp_path / "run", changed, resume=True)
+
+
+# ---- crash and resume ----
+
+
+def run_worker(input_path: Path, run_dir: Path, stats: Path, *extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "tests.reliability_worker", str(input_path), str(run_dir)]
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([*command, str(stats), *extra], cwd=ROOT, env=env)
+
+
+def wait_for_finished_contexts(run_dir: Path, process: subprocess.Popen, count: int) -> int:
+    deadline = time.time() + 60
+    trace = run_dir / out.TRACE
+    while time.time() < deadline and process.poll() is None:
+        events = [json.loads(line) for line in lines(trace) if line.endswith("}")]
+        finished = sum(e.get("event") == "context_finished" for e in events)
+        if finished >= count and (run_dir / out.PARTIAL).exists():
+            return finished
+        time.sleep(0.01)
+    raise AssertionError(f"no {count} finished contexts before the worker ended or timed out")
+
+
+def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(10))
+    with ScriptedLLMServer(latency_s=0.05) as server:
+        reference = scripted_run(server, input_path, tmp_path / "reference")
+        full_generation = worker.request_stats(server)["generation"]
+
+    crashed = tmp_path / "crashed"
+    process = run_worker(input_path, crashed, tmp_path / "killed.json", "--latency", "0.1")
+    try:
+        wait_for_finished_contexts(crashed, process, 2)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    assert not (crashed / out.RUN).exists()
+
+    resumed = run_worker(input_path, crashed, tmp_path / "resumed.json", "--resume")
+    assert resumed.wait(timeout=120) == 0
+    stats = json.loads((tmp_path / "resumed.json").read_text())
+    record = out.read_json(crashed / out.RUN)
+    assert stats["status"] == record["status"] == "finished"
+    assert result_sets(crashed) == result_sets(tmp_path / "reference")
+    for line in lines(crashed / out.TRACE):
+        json.loads(line)
+    assert record["counts"] == reference["counts"]
+    assert 0 < stats["generation"] < full_generation
+
+
+# ---- cache ----
+
+
+def test_resume_from_shared_cache_makes_no_requests(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(3))
+    cache = str(tmp_path / "shared_cache.sqlite")
+    with ScriptedLLMServer() as server:
+        first = scripted_run(server, input_path, tmp_path / "first", cache_path=cache)
+        first_requests = len(server.requests)
+        server.reset()
+        forget_runtimes()
+        second = scripted_run(server, input_path, tmp_path / "second", cache_path=cache)
+        assert server.requests == []
+    assert first_requests > 0 and first["counts"]["accepted"] > 0
+    assert second["status"] == "finished"
+    assert second["usage"]["requests"] == 0 and second["usage"]["cached"] >= first_requests
+    assert lines(tmp_path / "second" / out.TEST_CASES) == lines(tmp_path / "first" / out.TEST_CASES)
+
+
+# ---- malformed output ----
+
+
+def test_malformed_generation_output_is_rejected_not_a_crash(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(3))
+    with ScriptedLLMServer() as server:
+        server.rules.on("Target answer", "this is not json")
+        record = scripted_run(server, input_path, tmp_path / "run", malformed_retries=1)
+    rejected = out.read_jsonl(tmp_path / "run" / out.REJECTED)
+    assert record["status"] == "finished"
+    assert len(rejected) == 6 and lines(tmp_path / "run" / out.TEST_CASES) == []
+    for candidate in rejected:
+        reasons = {r for a in candidate["attempts"] for r in a["reasons"]}
+        assert reasons == {"malformed_output"}
+        assert "malformed output" in candidate["attempts"][-1]["explanation"]
+    assert record["counts"]["rejection_reasons"] == {"malformed_output": 12}
+    assert_counts_match_files(tmp_path / "run", record)
+
+
+def test_malformed_content_fault_on_every_request_still_finishes(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
+    plan = FaultPlan(rate=1.0, kinds=["malformed_content"], seed=0)
+    with ScriptedLLMServer(faults=plan) as server:
+        record = scripted_run(server, input_path, tmp_path / "run")
+    assert record["status"] == "finished"
+    assert record["counts"]["accepted"] == 0 and record["counts"]["rejected"] == 4
+    assert set(record["counts"]["rejection_reasons"]) == {"malformed_output"}
+
+
+# ---- secrets and bad input ----
+
+
+def test_bad_input_secret_not_leaked_into_run_dir(tmp_path):
+    secret = "sk-SECRET-123"
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
+    # Failed requests too: their errors end up in the records of the run.
+    plan = FaultPlan(rate=0.3, kinds=["500", "malformed", "empty_choices"], seed=1)
+    with ScriptedLLMServer(faults=plan) as server:
+        record = scripted_run(
+            server,
+            input_path,
+            tmp_path / "run",
+            spec={"api_key": secret},
+            cache_path=None,
+            llm_retries=0,
+            concurrency=1,
+        )
+    assert record["status"] == "finished"
+    assert record["counts"]["rejection_reasons"].get("llm_error", 0) > 0
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert {out.RUN, out.TRACE, out.LLM_CACHE, out.CHECKPOINTS} <= {p.name for p in files}
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
+
+
+def test_bad_input_lines_are_skipped_with_reasons(tmp_path):
+    good = worker.contexts(2)
+    input_path = worker.write_input(tmp_path / "in.jsonl", good)
+    with input_path.open("a", encoding="utf-8") as handle:
+        handle.write('{"id": "broken", "context": \n')
+        handle.write(json.dumps({"id": "nocontext", "title": "no text"}) + "\n")
+        handle.write(json.dumps({"id": good[0].id, "context": good[1].context}) + "\n")
+        handle.write(json.dumps({"id": "blank", "context": "   ...  "}) + "\n")
+    with ScriptedLLMServer() as server:
+        record = scripted_run(server, input_path, tmp_path / "run")
+    assert record["status"] == "finished"
+    reasons = {(s["id"], s["reason"]) for s in record["skipped"]}
+    assert reasons == {
+        ("line 3", "invalid_json"),
+        ("nocontext", "missing_context"),
+        (good[0].id, "duplicate_id"),
+        ("blank", "empty_context"),
+    }
+    assert len(lines(tmp_path / "run" / out.SKIPPED)) == 4
+    assert record["counts"]["contexts"] == 2 and record["counts"]["contexts_finished"] == 2
+    settled = [*out.read_jsonl(tmp_path / "run" / out.TEST_CASES)]
+    settled += out.read_jsonl(tmp_path / "run" / out.REJECTED)
+    assert {c["context_id"] for c in settled} == {c.id for c in good}
+    assert record["counts"]["accepted"] > 0
+
+
+def test_bad_input_run_dir_holding_another_run_is_refused(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    other_input = worker.write_input(tmp_path / "other.jsonl", worker.contexts(1, prefix="other"))
+    with ScriptedLLMServer() as server:
+        scripted_run(server, input_path, tmp_path / "run")
+        before = lines(tmp_path / "run" / out.TEST_CASES)
+        with pytest.raises(RunDirError, match="different run.*choose another --out.*--force"):
+            scripted_run(server, other_input, tmp_path / "run")
+    assert lines(tmp_path / "run" / out.TEST_CASES) == before
