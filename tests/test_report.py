@@ -1,0 +1,332 @@
+"""report.html and the exports, over a run directory written from hand-made records."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cq2a import outputs as out
+from cq2a.exports import (
+    LABELING_SHEET,
+    SQUAD,
+    UNIFIEDQA,
+    BugRecord,
+    export_all,
+    load_run,
+    read_labels,
+)
+from cq2a.models import (
+    Answer,
+    AnswerKind,
+    Attempt,
+    Candidate,
+    CheckResult,
+    RejectReason,
+    TestCase,
+    Verdict,
+)
+from cq2a.report import funnel_rows, write_report
+
+CONTEXT_A = (
+    "The Normans gave their name to Normandy, a region in France. "
+    "They were descended from Norse raiders. Rollo was their first ruler."
+)
+CONTEXT_B = "Paris is the capital of France. The Seine flows through Paris & its suburbs."
+EVIL = "<script>alert(1)</script> Who gave their name to Normandy?"
+
+
+def span(context: str, text: str) -> tuple[int, int]:
+    start = context.index(text)
+    return start, start + len(text)
+
+
+def answer(id_: str, context_id: str, context: str, text: str, sentence: str, kind: str) -> Answer:
+    start, end = span(context, text)
+    return Answer(
+        id=id_,
+        context_id=context_id,
+        kind=AnswerKind(kind),
+        text=text,
+        sentence=sentence,
+        sentence_index=0,
+        start=start,
+        end=end,
+    )
+
+
+def case(ans: Answer, context: str, question: str, similarity: float) -> TestCase:
+    return TestCase(
+        id=f"{ans.id}:q0",
+        context_id=ans.context_id,
+        context=context,
+        question=question,
+        answer=ans.text,
+        kind=ans.kind,
+        sentence=ans.sentence,
+        start=ans.start,
+        end=ans.end,
+        explanation="because",
+        attempts=1,
+        votes=[ans.text] * 3,
+        similarity=similarity,
+    )
+
+
+def rejected(ans: Answer, reason: RejectReason, checks_pass: bool) -> Candidate:
+    attempt = Attempt(
+        number=1,
+        question=f"What about {ans.text.lower()} here?",
+        explanation="x",
+        checks=[CheckResult(name="length", passed=checks_pass)],
+        similarity=0.2 if checks_pass else None,
+        reasons=[reason],
+    )
+    return Candidate(
+        id=f"{ans.id}:q1",
+        context_id=ans.context_id,
+        answer=ans,
+        slot=1,
+        attempts=[attempt],
+        status="rejected",
+    )
+
+
+def verdict(test: TestCase, sut: str, bug: bool, score: int | None) -> Verdict:
+    return Verdict(
+        test_id=test.id,
+        context_id=test.context_id,
+        question=test.question,
+        gold_answer=test.answer,
+        sut_answer=sut,
+        similarity=0.9 if not bug else 0.1,
+        stage="judge" if score is not None else "similarity",
+        judge_score=score,
+        judge_explanation=None if score is None else "The answer names another place & time.",
+        bug=bug,
+        kind=test.kind,
+    )
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    sentence_a0 = "The Normans gave their name to Normandy, a region in France."
+    sentence_a2 = "Rollo was their first ruler."
+    sentence_b = "Paris is the capital of France."
+    answers = [
+        answer("a:e0", "ctx-a", CONTEXT_A, "The Normans", sentence_a0, "entity-phrase"),
+        answer("a:e1", "ctx-a", CONTEXT_A, "Rollo", sentence_a2, "entity-word"),
+        answer("b:e0", "ctx-b", CONTEXT_B, "Paris", sentence_b, "entity-word"),
+    ]
+    cases = [
+        case(answers[0], CONTEXT_A, EVIL, 0.91),
+        case(answers[1], CONTEXT_A, "Who was the first ruler of the Normans?", 0.88),
+        case(answers[2], CONTEXT_B, "What is the capital of France?", 0.97),
+    ]
+    candidates = [
+        rejected(answers[0], RejectReason.LEAK, checks_pass=False),
+        rejected(answers[2], RejectReason.INCONSISTENT, checks_pass=True),
+    ]
+    verdicts = [
+        verdict(cases[0], "the Vikings", bug=True, score=10),
+        verdict(cases[1], "Iceland", bug=True, score=None),
+        verdict(cases[2], "Paris", bug=False, score=None),
+    ]
+    bugs = [
+        BugRecord(
+            **v.model_dump(),
+            sentence=c.sentence,
+            explanation=c.explanation,
+            context=c.context,
+            votes=c.votes,
+        )
+        for v, c in zip(verdicts, cases, strict=True)
+        if v.bug
+    ]
+    directory = tmp_path / "run"
+    out.write_jsonl(directory / out.ANSWERS, answers)
+    out.write_jsonl(directory / out.TEST_CASES, cases)
+    out.write_jsonl(directory / out.REJECTED, candidates)
+    out.write_jsonl(directory / out.VERDICTS, verdicts)
+    out.write_jsonl(directory / out.BUGS, bugs)
+    out.write_jsonl(directory / out.SKIPPED, [])
+    out.write_json(
+        directory / out.RUN,
+        {
+            "run_id": "abc123",
+            "status": "finished",
+            "seconds": 125.0,
+            "seed": 0,
+            "counts": {"contexts": 2},
+            "usage": {"total_tokens": 12345},
+            "settings": {"judge_threshold": 50},
+            "judge_probe": {"passed": False, "detail": "'Iceland' scored 100"},
+        },
+    )
+    return directory
+
+
+def test_report_shows_numbers_and_escapes_text(run_dir: Path) -> None:
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Paris &amp; its suburbs" in html
+    headline = re.search(r'id="headline">(.*?)</div>\s*(?=<section)', html, re.S)
+    assert headline is not None
+    values = dict(
+        (label, value)
+        for value, label in re.findall(
+            r'class="value">([^<]*)</div><div class="label">([^<]*)<', headline.group(1)
+        )
+    )
+    assert values["Contexts"] == "2"
+    assert values["Answers"] == "3"
+    assert values["Questions generated"] == "5"
+    assert values["Accepted tests"] == "3"
+    assert values["Bugs"] == "2"
+    assert values["Bug rate"] == "66.7%"
+    assert values["Tokens"] == "12,345"
+    assert values["Wall time"] == "2m 05s"
+    assert values["Judge probe"] == "FAILED"
+    assert 'id="probe-warning"' in html
+
+
+def test_report_has_bug_rows_and_coverage_marks(run_dir: Path) -> None:
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    assert html.count('class="bug-row"') == 2
+    assert '<table id="bugs">' in html
+    assert re.search(r'<mark class="ans entity-phrase bug"[^>]*>The Normans</mark>', html)
+    assert re.search(r'<mark class="ans entity-word"[^>]*>Paris</mark>', html)
+    assert '<span class="sent"> is the capital of France.</span>' in html
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    coverages = re.findall(r'class="coverage">([^<]*)<', html)
+    # ctx-b: 26 of 63 non-space characters are in the one used sentence.
+    assert coverages[1] == "41.3%"
+
+
+def test_funnel_counts_per_kind(run_dir: Path) -> None:
+    rows = {row.kind: row for row in funnel_rows(load_run(run_dir))}
+    word, phrase, total = rows["entity-word"], rows["entity-phrase"], rows["all"]
+    assert (word.answers, word.generated, word.passed_checks, word.consistent) == (2, 3, 3, 2)
+    assert (word.accepted, word.bugs) == (2, 1)
+    assert (phrase.generated, phrase.passed_checks, phrase.accepted, phrase.bugs) == (2, 1, 1, 1)
+    assert (total.answers, total.generated, total.accepted, total.bugs) == (3, 5, 3, 2)
+    assert "relation" not in rows
+
+
+def test_rejection_reasons_listed(run_dir: Path) -> None:
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    reasons = re.search(r'<section id="reasons">(.*?)</section>', html, re.S)
+    assert reasons is not None
+    assert "answer_leak" in reasons.group(1) and "inconsistent_answer" in reasons.group(1)
+
+
+def test_squad_answer_start_points_at_answer(run_dir: Path) -> None:
+    export_all(run_dir)
+    squad = json.loads((run_dir / SQUAD).read_text(encoding="utf-8"))
+    qas = [
+        (paragraph["context"], qa)
+        for article in squad["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+    assert len(qas) == 3
+    for context, qa in qas:
+        gold = qa["answers"][0]
+        assert context[gold["answer_start"] :].startswith(gold["text"])
+    assert {article["title"] for article in squad["data"]} == {"ctx-a", "ctx-b"}
+
+
+def test_unifiedqa_has_literal_newline(run_dir: Path) -> None:
+    export_all(run_dir)
+    lines = (run_dir / UNIFIEDQA).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3
+    source, target = lines[2].split("\t")
+    assert source == "what is the capital of france? \\n " + CONTEXT_B.lower()
+    assert target == "paris"
+
+
+def test_labels_read_back_and_show_in_report(run_dir: Path) -> None:
+    export_all(run_dir)
+    sheet = run_dir / LABELING_SHEET
+    with sheet.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(row["item"] for row in rows) == ["bug", "bug", "question"] + ["question"] * 2
+    assert all(row["label"] == "" and row["note"] == "" for row in rows)
+    labels = {"bug": iter(["1", "0"]), "question": iter(["1", "1", ""])}
+    for row in rows:
+        row["label"] = next(labels[row["item"]])
+    with sheet.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    summary = read_labels(sheet)
+    assert summary["bug_tp_rate"] == 0.5
+    assert summary["question_precision"] == 1.0
+    assert summary["questions_labeled"] == 2
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    assert read_labels(sheet) == summary  # a labelled sheet is not overwritten
+    assert "Bug TP rate (labelled)" in html and "50.0%" in html
+
+
+def test_labeling_sample_is_seeded_and_capped(run_dir: Path) -> None:
+    export_all(run_dir, per_item=1)
+    first = (run_dir / LABELING_SHEET).read_text(encoding="utf-8")
+    export_all(run_dir, per_item=1)
+    assert (run_dir / LABELING_SHEET).read_text(encoding="utf-8") == first
+    assert len(first.strip().splitlines()) == 3
+
+
+def chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    return found or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+
+
+def run_chromium(path: Path, profile: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    browser = chromium()
+    assert browser is not None
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *flags,
+        path.resolve().as_uri(),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+CONSOLE_ERROR = re.compile(r"Uncaught|CONSOLE\(\d+\).*(error|Error)|:ERROR:CONSOLE", re.I)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(
+    chromium() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_report_renders_in_headless_chromium(run_dir: Path, tmp_path: Path) -> None:
+    report = write_report(run_dir)
+    result = run_chromium(report, tmp_path / "profile", "--dump-dom")
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert 'data-ready="1"' in dom
+    assert re.search(r'<span id="visible-count">2</span>', dom)
+    assert dom.count('class="bug-row"') == 2
+    console = [line for line in result.stderr.splitlines() if CONSOLE_ERROR.search(line)]
+    assert console == []
+    shot = tmp_path / "report.png"
+    snap = run_chromium(
+        report, tmp_path / "profile2", f"--screenshot={shot}", "--window-size=1280,2000"
+    )
+    assert snap.returncode == 0 and shot.stat().st_size > 10_000
