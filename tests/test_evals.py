@@ -1,0 +1,79 @@
+"""The benchmark and recall harnesses on tiny inputs: structure, and cache replay makes no calls."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cq2a.llm.client import forget_runtimes
+from cq2a.testing.scripted_server import ScriptedLLMServer
+from evals import bench, recall
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def server():
+    forget_runtimes()
+    with ScriptedLLMServer() as scripted:
+        bench.bench_script().install(scripted.rules)
+        yield scripted
+    forget_runtimes()
+
+
+def test_squad_normalise_and_token_f1():
+    assert recall.squad_normalise("The  10th century.") == "10th century"
+    assert recall.token_f1("in the 10th century", "10th century") == pytest.approx(0.8)
+    assert recall.best_match("the Normans", ["Normans", "France"]) == ("exact", 1.0)
+    assert recall.best_match("Rollo", ["France"])[0] == "none"
+
+
+def test_recall_on_two_contexts_counts_every_answerable_question():
+    found = recall.dataset_recall(recall.SHIPPED, limit=2)
+    items = recall.read_items(recall.SHIPPED, limit=2)
+    assert found.applicable and found.contexts == 2
+    assert found.all_answers is not None and found.capped is not None
+    assert found.questions == sum(len(item.questions) for item in items) > 0
+    assert found.all_answers.exact + found.all_answers.f1 <= found.questions
+    assert 0.0 < found.all_answers.recall <= 1.0
+    assert found.capped.recall <= found.all_answers.recall
+
+
+def test_yes_no_dataset_is_not_applicable(tmp_path):
+    data = tmp_path / "boolq_tiny.jsonl"
+    qa = {"question": "does water boil at 100 c", "answers": ["True"], "is_impossible": False}
+    row = {"id": "b1", "context": "Water boils at 100 C at sea level.", "qas": [qa]}
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    found = recall.dataset_recall(data)
+    assert not found.applicable and "yes/no" in found.reason
+
+
+def test_token_ratio_and_cache_replay_on_one_context(server, tmp_path):
+    tokens, replay = bench.bench_tokens(server, tmp_path, contexts=1)
+    ours, naive = tokens.detail["cq2a"], tokens.detail["naive"]
+    assert ours["accepted"] == naive["accepted"] > 0
+    assert naive["requests"] > ours["requests"]
+    assert tokens.value == pytest.approx(
+        ours["tokens_per_accepted"] / naive["tokens_per_accepted"], abs=1e-3
+    )
+    assert 0 < tokens.value < 1
+    assert replay.value == 0 and replay.passed
+    assert replay.detail["cached_hits"] == replay.detail["first_run_requests"] > 0
+
+
+def test_critical_path_of_a_zero_latency_run(server, tmp_path):
+    settings = bench.bench_settings(server, "off")
+    run = bench.scripted_run(server, settings, tmp_path / "run", limit=1)
+    contexts, _ = bench.read_contexts(bench.SQUAD, settings.max_context_chars)
+    bound = bench.critical_path_bound(run.requests, contexts[:1], concurrency=4)
+    stages = bound["stages_per_context"][0]
+    assert sum(stages) + bound["judge_requests"] == len(run.requests)
+    assert bound["judge_requests"] == run.summary.counts["judged"]
+    assert bound["bound_latencies"] >= bound["throughput_latencies"] == len(run.requests) / 4
+
+
+def test_greedy_schedule_counts_latencies():
+    assert bench.greedy_schedule([[3, 6], [3, 6]], final=8, concurrency=4) == 5 + 2
+    assert bench.greedy_schedule([[1, 1, 1]], final=0, concurrency=4) == 3
