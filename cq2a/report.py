@@ -171,7 +171,8 @@ def kind_badge(kind: str) -> str:
 def bar(value: float, top: float, label: str, color: str = "") -> str:
     """A number with a horizontal bar whose length is ``value`` relative to ``top``."""
     width = 100 * value / top if top > 0 else 0
-    style = f"width:{width:.0f}%" + (f";background:{color}" if color else "")
+    style = f"width:max(2px, {width:.0f}%)" if value else "width:0"
+    style += f";background:{color}" if color else ""
     return (
         f'<div class="bar"><span class="n">{e(label)}</span><span class="track">'
         f'<span class="fill" style="{style}"></span></span></div>'
@@ -441,8 +442,8 @@ def coverage(cases: list[TestCase], bug_ids: set[str]) -> Coverage:
     a used sentence."""
     text = cases[0].context
     shaded = [False] * len(text)
-    marks: list[list[TestCase]] = [[] for _ in text]
-    for case in cases:
+    marks: list[list[int]] = [[] for _ in text]
+    for number, case in enumerate(cases):
         sentence = sentence_span(case)
         if sentence:
             for i in range(*sentence):
@@ -450,11 +451,12 @@ def coverage(cases: list[TestCase], bug_ids: set[str]) -> Coverage:
         span = answer_span(case, sentence)
         if span:
             for i in range(*span):
-                marks[i].append(case)
+                marks[i].append(number)
     runs, start = [], 0
     for i in range(1, len(text) + 1):
         if i == len(text) or (shaded[i], marks[i]) != (shaded[start], marks[start]):
-            runs.append(segment_html(text[start:i], shaded[start], marks[start], bug_ids))
+            marked = [cases[number] for number in marks[start]]
+            runs.append(segment_html(text[start:i], shaded[start], marked, bug_ids))
             start = i
     letters = [i for i, ch in enumerate(text) if not ch.isspace()]
     share = sum(shaded[i] for i in letters) / len(letters) if letters else 0.0
