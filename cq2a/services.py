@@ -58,7 +58,7 @@ def sut_chat_model(spec: SUTSpec) -> Any:
     """A chat model for an LLM-backed software under test (greedy, short answers)."""
     from langchain_openai import ChatOpenAI
 
-    from cq2a.llm.client import resolve_api_key, resolve_base_url
+    from cq2a.llm.client import max_tokens_body, resolve_api_key, resolve_base_url
 
     llm_spec = LLMSpec(
         backend=spec.backend,
@@ -74,6 +74,7 @@ def sut_chat_model(spec: SUTSpec) -> Any:
         api_key=resolve_api_key(llm_spec),
         temperature=0.0,
         max_tokens=spec.max_new_tokens,
+        extra_body=max_tokens_body(spec.backend, spec.max_new_tokens),
     )
 
 

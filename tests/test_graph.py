@@ -248,3 +248,16 @@ def test_trace_events_stream_per_context_in_stage_order(scripted_llm):
     generate = next(e for e in mine if e["event"] == "stage_finished" and e["stage"] == "generate")
     assert generate["usage"]["requests"] == 1 and generate["usage"]["prompt_tokens"] > 0
     assert events[-1]["event"] == "stage_finished" and events[-1]["stage"] == "evaluate"
+
+
+def test_requests_carry_the_token_cap_llama_cpp_reads(scripted_llm):
+    question = "Which agreement did Rollo conclude with the Frankish ruler in 911?"
+    script = PipelineScript(
+        questions=lambda answer, fb: [explained(question, answer)], votes=lambda q: [FIRST] * 5
+    )
+    run(scripted_llm, script, questions_per_entity=1)
+    generation = next(r for r in scripted_llm.requests if "Target answer" in str(r.body))
+    reask = next(r for r in scripted_llm.requests if r.body.get("n") == 5)
+    # llama.cpp's server ignores max_completion_tokens; the classic field must be there too.
+    assert generation.body["max_tokens"] == LLMSpec().max_tokens
+    assert reask.body["max_tokens"] == LLMSpec().max_tokens

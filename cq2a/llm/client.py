@@ -97,6 +97,12 @@ def resolve_api_key(spec: LLMSpec) -> str:
     return os.environ.get("OPENAI_API_KEY", "not-needed")
 
 
+def max_tokens_body(backend: str, max_tokens: int) -> dict[str, Any] | None:
+    """``ChatOpenAI`` sends the cap as ``max_completion_tokens``, which llama.cpp's server
+    ignores; other servers get the classic ``max_tokens`` field as well."""
+    return None if backend == "openai" else {"max_tokens": max_tokens}
+
+
 @cache
 def _shared_rate_limiter(requests_per_second: float) -> InMemoryRateLimiter:
     return InMemoryRateLimiter(requests_per_second=requests_per_second, check_every_n_seconds=0.01)
@@ -149,6 +155,7 @@ class ChatClient:
             timeout=spec.timeout_s,
             max_retries=settings.llm_retries,
             rate_limiter=limiter,
+            extra_body=max_tokens_body(spec.backend, spec.max_tokens),
         )
 
     # ---- public calls ----
