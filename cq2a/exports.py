@@ -68,11 +68,13 @@ def _records(path: Path, model: type[RecordT]) -> list[RecordT]:
 
 
 def load_run(run_dir: Path) -> RunData:
-    """Read the final files; accepted candidates (with all attempts) come from ``partial/``."""
+    """Read the final files; every candidate with its attempts comes from ``candidates.jsonl``
+    (runs written before it existed: accepted ones from ``partial/``, rejected ones)."""
     run_file = run_dir / out.RUN
+    every = _records(run_dir / out.CANDIDATES, Candidate)
     accepted = _records(run_dir / out.PARTIAL / ACCEPTED_PARTIAL, Candidate)
     rejected = _records(run_dir / out.REJECTED, Candidate)
-    by_id = {c.id: c for c in [*accepted, *rejected]}
+    by_id = {c.id: c for c in [*accepted, *rejected, *every]}
     return RunData(
         run=out.read_json(run_file) if run_file.exists() else {},
         answers=_records(run_dir / out.ANSWERS, Answer),

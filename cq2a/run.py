@@ -292,6 +292,7 @@ def write_results(
     out.write_jsonl(run_dir / out.ANSWERS, answers)
     out.write_jsonl(run_dir / out.TEST_CASES, cases)
     out.write_jsonl(run_dir / out.REJECTED, rejected)
+    out.write_jsonl(run_dir / out.CANDIDATES, candidates)
     out.write_jsonl(run_dir / out.VERDICTS, verdicts)
     out.write_jsonl(run_dir / out.BUGS, bugs)
     out.write_jsonl(run_dir / out.SKIPPED, [*skipped, *graph_skips])

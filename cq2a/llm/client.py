@@ -44,6 +44,10 @@ FATAL_ERRORS = (
 )
 
 
+#: Errors the OpenAI SDK retries itself (429 honouring Retry-After, 5xx, timeouts, connection).
+SDK_RETRIED_ERRORS = (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
+
+
 class LLMCallFailed(RuntimeError):
     """A request failed after every retry; the message says why and what to try."""
 
@@ -262,9 +266,15 @@ class ChatClient:
                     completion = self._send(messages, params)
             except FATAL_ERRORS as error:
                 raise LLMCallFailed(f"{self.spec.model}: {error}") from error
+            except SDK_RETRIED_ERRORS as error:
+                # The SDK has already retried these llm_retries times with backoff.
+                raise LLMCallFailed(
+                    f"{self.spec.model} at {self.base_url or 'api.openai.com'}: {error}. "
+                    "Check that the server is up (cq2a doctor) or lower --concurrency."
+                ) from error
             except BudgetExceeded:
                 raise
-            except Exception as error:  # malformed bodies, timeouts, 5xx after SDK retries
+            except Exception as error:  # malformed bodies and empty choices: the SDK passes them
                 last_error = error
                 time.sleep(min(0.2 * 2**attempt, 5.0))
                 continue
