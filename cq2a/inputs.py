@@ -51,10 +51,8 @@ def read_contexts(path: str | Path, max_chars: int) -> tuple[list[Context], list
             continue
         context, skip = _read_line(line, number, is_jsonl)
         if context is not None and context.id in seen:
-            context, skip = (
-                None,
-                Skip(id=context.id, reason="duplicate_id", detail=f"line {number}"),
-            )
+            skip = Skip(id=context.id, reason="duplicate_id", detail=f"line {number}")
+            context = None
         if context is not None:
             context, skip = clean_context(context, max_chars)
         if skip is not None:

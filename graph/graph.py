@@ -7,6 +7,8 @@ probe -> (Send per context) extract -> generate -> check -> reask -> compare -+-
 
 from __future__ import annotations
 
+from typing import Any
+
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
@@ -27,7 +29,7 @@ def route_after_extract(state: ContextState) -> str:
     return "generate" if state.get("answers") else END
 
 
-def build_context_graph() -> CompiledStateGraph:
+def build_context_graph() -> CompiledStateGraph[Any, Settings, Any, Any]:
     """One context: extract, then generate/check/re-ask/compare until every slot is settled."""
     builder = StateGraph(ContextState, context_schema=Settings)
     builder.add_node("extract", extract)
@@ -52,7 +54,7 @@ def fan_out_contexts(state: RunState) -> list[Send] | str:
     return [Send("context", {"context": Context.model_validate(c)}) for c in contexts]
 
 
-def build_graph(checkpointer=None) -> CompiledStateGraph:
+def build_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, Any, Any]:
     """The whole run; pass a checkpointer (e.g. SqliteSaver) to make it resumable."""
     builder = StateGraph(
         RunState, input_schema=RunInput, output_schema=RunOutput, context_schema=Settings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime
@@ -33,9 +33,7 @@ def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     return {"candidates": compared}
 
 
-def route_after_compare(
-    state: ContextState, runtime: Runtime[Settings]
-) -> Literal["generate", "__end__"]:
+def route_after_compare(state: ContextState, runtime: Runtime[Settings]) -> str:
     """Loop back to generate while some slot was rejected and still has attempts left."""
     settings = runtime.context or Settings()
     pending = [c for c in state.get("candidates", []) if needs_question(c, settings.max_attempts)]
