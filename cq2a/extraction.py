@@ -210,17 +210,44 @@ def _round_robin(answers: Sequence[Answer]) -> list[Answer]:
     return [a for layer in zip_longest(*queues.values()) for a in layer if a is not None]
 
 
+#: SQuAD's human answers are a few words long; longer phrases make vaguer targets.
+CONCISE_WORDS = 4
+
+
+def _concise_first(answers: Sequence[Answer]) -> list[Answer]:
+    """Within each sentence, answers of at most CONCISE_WORDS words come first (stable)."""
+    return sorted(answers, key=lambda a: (a.sentence_index, len(a.text.split()) > CONCISE_WORDS))
+
+
+def _apart_first(answers: Sequence[Answer]) -> list[Answer]:
+    """Answers whose span overlaps none taken before them come first, so a capped list covers
+    more of the context; the overlapping ones follow in the same order."""
+    taken: list[tuple[int, int]] = []
+    apart: list[Answer] = []
+    overlapping: list[Answer] = []
+    for answer in answers:
+        span = (answer.start or 0, answer.end or 0)
+        if any(span[0] < end and start < span[1] for start, end in taken):
+            overlapping.append(answer)
+        else:
+            taken.append(span)
+            apart.append(answer)
+    return apart + overlapping
+
+
 def extract_entities(
     parsed: ParsedContext, context: Context, limit: int | None = None
 ) -> list[Answer]:
     """III-A1: entity answers (phrases and words) of one context, in a stable order.
 
-    Per sentence: noun phrases, verb phrases, nouns, then verbs; sentences are then taken in
-    turn (round-robin), so a ``limit`` keeps answers spread over the whole context. Ids are
-    ``{context.id}:e{n}`` in that order, so a smaller limit yields a prefix of a larger one.
+    Per sentence: noun phrases, verb phrases, nouns, then verbs, with answers of at most four
+    words before longer ones; sentences are then taken in turn (round-robin), and answers that
+    overlap an earlier one move behind those that do not, so a ``limit`` keeps concise answers
+    spread over the whole context. Ids are ``{context.id}:e{n}`` in that order, so a smaller
+    limit yields a prefix of a larger one.
     """
     found = [a for s in parsed.sentences for a in _sentence_answers(context, s)]
-    ordered = _round_robin(drop_duplicate_phrases(found))
+    ordered = _apart_first(_round_robin(_concise_first(drop_duplicate_phrases(found))))
     if limit is not None:
         ordered = ordered[: max(limit, 0)]
     return [a.model_copy(update={"id": f"{context.id}:e{n}"}) for n, a in enumerate(ordered)]
