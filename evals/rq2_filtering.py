@@ -1,6 +1,7 @@
 """RQ2 (paper IV-C, Tables V and VII): what filtering removes and how precise the questions are.
 
-Raw = every generated question (every attempt of every slot); filtered = the accepted ones. Per
+Raw = every generated question (every attempt of every slot; attempts that produced no question
+are counted apart as ``no_question``); filtered = the accepted ones. Per
 answer kind: raw and filtered counts, the rejections of each constraint check (III-C1) and of the
 consistency step (III-C2, ``inconsistent_answer``) separately. ``--sample N`` writes a labelling
 sheet of N raw and N filtered questions per kind: ``label`` 1 correct / 0 not, and ``violation``
@@ -53,7 +54,8 @@ def funnel(questions: list[GeneratedQuestion]) -> dict[str, dict[str, Any]]:
     """Per kind: raw and filtered counts, rejections per check reason and by consistency."""
     result = {}
     for kind in KINDS:
-        mine = [q for q in questions if q.kind.value == kind]
+        every = [q for q in questions if q.kind.value == kind]
+        mine = [q for q in every if q.question.strip()]
         reasons = Counter(reason for q in mine for reason in q.reasons)
         consistency = reasons.pop(CONSISTENCY, 0)
         filtered = sum(q.accepted for q in mine)
@@ -64,6 +66,7 @@ def funnel(questions: list[GeneratedQuestion]) -> dict[str, dict[str, Any]]:
             "removed_by_checks": dict(reasons.most_common()),
             "rejected_by_checks": sum(bool(set(q.reasons) - {CONSISTENCY}) for q in mine),
             "inconsistent_answer": consistency,
+            "no_question": len(every) - len(mine),
         }
     return result
 
@@ -76,7 +79,7 @@ def sheet_rows(questions: list[GeneratedQuestion], n: int, seed: int) -> list[di
     """Up to ``n`` raw and ``n`` filtered questions per kind, seeded (IV-C)."""
     rows = []
     for kind in KINDS:
-        mine = [q for q in questions if q.kind.value == kind]
+        mine = [q for q in questions if q.kind.value == kind and q.question.strip()]
         raw = seeded_sample(mine, n, seed)
         filtered = seeded_sample([q for q in mine if q.accepted], n, seed)
         rows += [_row(q, "raw") for q in raw] + [_row(q, "filtered") for q in filtered]

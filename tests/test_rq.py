@@ -95,7 +95,13 @@ def run_dir(tmp_path: Path) -> Path:
             + [attempt(2, "Who sat?")],
             "accepted",
         ),
-        candidate("k2", dog, [attempt(1, "What ran?", RejectReason.INCONSISTENT)], "rejected"),
+        candidate(
+            "k2",
+            dog,
+            [attempt(1, "", RejectReason.NO_QUESTION)]
+            + [attempt(2, "What ran?", RejectReason.INCONSISTENT)],
+            "rejected",
+        ),
         candidate("k3", dog, [attempt(1, "Which animal ran far away?")], "accepted"),
         candidate("k4", ran, [attempt(1, "What did the dog do?")], "accepted"),
     ]
@@ -163,6 +169,7 @@ def test_rq2_funnel_separates_checks_from_consistency(run_dir: Path):
     assert word["removed_by_checks"] == {"answer_leak": 1, "too_short": 1}
     assert word["rejected_by_checks"] == 1
     assert word["inconsistent_answer"] == 1
+    assert word["no_question"] == 1
 
 
 def test_rq2_label_round_trip_gives_precision_and_violation_rates(run_dir: Path, tmp_path: Path):
@@ -172,7 +179,7 @@ def test_rq2_label_round_trip_gives_precision_and_violation_rates(run_dir: Path,
     labels = {
         "k1#1": {"label": "0", "violation": "IV"},
         "k1#2": {"label": "1", "violation": "none"},
-        "k2#1": {"label": "0", "violation": "CV"},
+        "k2#2": {"label": "0", "violation": "CV"},
         "k3#1": {"label": "1", "violation": "none"},
     }
     fill(sheet, labels)
