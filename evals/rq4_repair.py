@@ -9,7 +9,7 @@ CPU mode (default) fine-tunes a small randomly initialised T5 with a word-level 
 on the tests (no downloads); ``--model PATH_OR_ID`` fine-tunes a real seq2seq model such as
 UnifiedQA-small, on a GPU with ``--device cuda``. Figures are reported as measured.
 
-    python -m evals.rq4_repair RUN_DIR --steps 30 --json rq4.json
+    python -m evals.rq4_repair RUN_DIR [RUN_DIR ...] --steps 30 --json rq4.json
     python -m evals.rq4_repair RUN_DIR --model allenai/unifiedqa-v2-t5-small-1363200 \
         --device cuda --steps 300 --json rq4.json
 """
@@ -198,7 +198,7 @@ def render(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dirs", type=Path, nargs="+", help="tests of all of them are pooled")
     parser.add_argument("--model", default=None, help="seq2seq model path or id; default tiny T5")
     parser.add_argument("--device", default=None)
     parser.add_argument("--steps", type=int, default=30)
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    cases = load_run(args.run_dir).cases
+    cases = [case for run_dir in args.run_dirs for case in load_run(run_dir).cases]
     result = repair(
         cases,
         steps=args.steps,
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
         batch_size=args.batch_size,
         lr=args.lr,
     )
-    result["run_dir"] = str(args.run_dir)
+    result["run_dirs"] = [str(run_dir) for run_dir in args.run_dirs]
     emit(result, render(result), args.json)
 
 
