@@ -54,17 +54,33 @@ def normalised(case: TestCase) -> tuple[str, str]:
 
 
 def split_cases(
-    cases: list[TestCase], seed: int = 0, ratios: tuple[float, float] = (0.7, 0.15)
+    cases: list[TestCase],
+    seed: int = 0,
+    ratios: tuple[float, float] = (0.7, 0.15),
+    by_context: bool = False,
 ) -> Split:
-    """Duplicates removed, then a seeded 70/15/15 split, so no pair is in two splits (IV-E)."""
+    """Duplicates removed, then a seeded 70/15/15 split, so no pair is in two splits (IV-E).
+
+    ``by_context`` keeps each context's tests in one split, so the test split asks about passages
+    the model was not fine-tuned on (the split then follows the ratios only approximately).
+    """
     unique = list({normalised(case): case for case in reversed(cases)}.values())[::-1]
-    random.Random(seed).shuffle(unique)
-    n_train = round(len(unique) * ratios[0])
-    n_val = round(len(unique) * ratios[1])
+    groups: dict[str, list[TestCase]] = {}
+    for case in unique:
+        groups.setdefault(case.context_id if by_context else case.id, []).append(case)
+    order = list(groups.values())
+    random.Random(seed).shuffle(order)
+    parts: tuple[list[TestCase], list[TestCase], list[TestCase]] = ([], [], [])
+    bounds = (len(unique) * ratios[0], len(unique) * (ratios[0] + ratios[1]))
+    placed = 0
+    for group in order:
+        index = 0 if placed + 0.5 <= bounds[0] else 1 if placed + 0.5 <= bounds[1] else 2
+        parts[index].extend(group)
+        placed += len(group)
     return Split(
-        train=unique[:n_train],
-        validation=unique[n_train : n_train + n_val],
-        test=unique[n_train + n_val :],
+        train=parts[0],
+        validation=parts[1],
+        test=parts[2],
         duplicates_removed=len(cases) - len(unique),
     )
 
@@ -134,10 +150,11 @@ def repair(
     threshold: float | None = None,
     batch_size: int = 8,
     lr: float = 1e-3,
+    by_context: bool = False,
 ) -> dict[str, Any]:
     """Error rate on the test split before and after fine-tuning on the train split (Table IX)."""
     device = pick_device(device)
-    split = split_cases(cases, seed)
+    split = split_cases(cases, seed, by_context=by_context)
     if not split.train or not split.test:
         raise ValueError(
             f"too few distinct tests to split: {len(cases) - split.duplicates_removed}"
@@ -166,6 +183,7 @@ def repair(
             "test": len(split.test),
             "duplicates_removed": split.duplicates_removed,
         },
+        "split_by": "context" if by_context else "test",
         "steps": steps,
         "train_seconds": round(seconds, 2),
         "loss_start": losses[0] if losses else None,
@@ -205,6 +223,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--by-context", action="store_true", help="keep each context's tests in one split"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     cases = [case for run_dir in args.run_dirs for case in load_run(run_dir).cases]
@@ -216,6 +237,7 @@ def main(argv: list[str] | None = None) -> None:
         device=args.device,
         batch_size=args.batch_size,
         lr=args.lr,
+        by_context=args.by_context,
     )
     result["run_dirs"] = [str(run_dir) for run_dir in args.run_dirs]
     emit(result, render(result), args.json)

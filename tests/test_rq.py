@@ -286,6 +286,20 @@ def test_rq4_split_has_no_duplicates_across_splits():
     assert (len(split.train), len(split.validation), len(split.test)) == (7, 2, 1)
 
 
+def test_rq4_split_by_context_keeps_contexts_apart():
+    cases = tiny_cases()
+    cases += [
+        c.model_copy(update={"id": c.id + "x", "question": "And " + c.question}) for c in cases
+    ]
+    split = rq4_repair.split_cases(cases, seed=2, by_context=True)
+    contexts = [
+        {c.context_id for c in part} for part in (split.train, split.validation, split.test)
+    ]
+    assert not (contexts[0] & contexts[1] or contexts[0] & contexts[2] or contexts[1] & contexts[2])
+    assert len(split.train) + len(split.validation) + len(split.test) == 20
+    assert split.test and split.validation
+
+
 def test_rq4_reports_error_rates_before_and_after(tmp_path: Path):
     embedder = Embedder("character-bag", CharacterBag())
     result = rq4_repair.repair(
