@@ -157,7 +157,8 @@ def repair(
     split = split_cases(cases, seed, by_context=by_context)
     if not split.train or not split.test:
         raise ValueError(
-            f"too few distinct tests to split: {len(cases) - split.duplicates_removed}"
+            f"too few distinct tests to split: {len(cases) - split.duplicates_removed} give "
+            f"train/validation/test {len(split.train)}/{len(split.validation)}/{len(split.test)}"
         )
     embedder = embedder or load_embedder(Settings().embedding_model)
     threshold = default_threshold(embedder.name) if threshold is None else threshold
