@@ -17,7 +17,7 @@ CONTEXT = Context(
         "The Normans later conquered England in 1066."
     ),
 )
-FIRST = "a treaty with King Charles III of West Francia"
+FIRST = "a treaty"
 SECOND = "The Normans"
 SUT_CALLS: list[int] = []
 SUT_ANSWERS: dict[str, str] = {}
@@ -155,7 +155,7 @@ def test_oracle_stage_one_passes_without_judge_and_judge_decides_the_rest(script
     SUT_ANSWERS.update(
         {
             q_same: FIRST,  # identical: stage 1 consistent
-            q_para: "the treaty of Saint-Clair-sur-Epte",  # judge says consistent
+            q_para: "the pact agreed at Saint-Clair-sur-Epte",  # judge says consistent
             q_bug: "England",  # judge says inconsistent: a bug
         }
     )
