@@ -485,7 +485,7 @@ def contexts_html(data: RunData) -> str:
             f'<div class="context" data-context="{e(context_id)}"><h3>{e(context_id)}'
             f'<span class="cov"><span class="meter"><span style="width:{100 * result.share:.0f}%">'
             f'</span></span> <span class="coverage">{percent(result.share)}</span> covered · '
-            f"{len(cases)} tests</span></h3>"
+            f"{len(cases)} test{'' if len(cases) == 1 else 's'}</span></h3>"
             f'<div class="text">{result.html}</div></div>'
         )
     untested = sorted({a.context_id for a in data.answers} - set(by_context))
