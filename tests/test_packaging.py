@@ -25,3 +25,14 @@ def test_wheel_has_only_the_cq2a_package(tmp_path):
         "cq2a/data/squad2_dev_sample.jsonl",
     ):
         assert expected in names
+
+
+def test_readme_documents_every_trace_event():
+    from typing import get_args
+
+    from cq2a.trace import EventType
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Trace events", 1)[1].split("\n### ", 1)[0]
+    missing = [name for name in get_args(EventType) if f"`{name}`" not in table]
+    assert not missing, f"README's trace event table lacks {missing}"
