@@ -149,6 +149,11 @@ class Attempt(BaseModel):
     def rejected(self) -> bool:
         return bool(self.reasons)
 
+    @property
+    def generated(self) -> bool:
+        """Whether the model wrote a question for this attempt (not ``not_generated``)."""
+        return bool(self.question.strip())
+
 
 CandidateStatus = Literal["pending", "accepted", "rejected"]
 

@@ -143,7 +143,7 @@ def funnel_rows(data: RunData) -> list[FunnelRow]:
         rows[answer.kind.value].answers += 1
     for candidate in data.candidates:
         row = rows[candidate.answer.kind.value]
-        row.generated += len(candidate.attempts)
+        row.generated += sum(a.generated for a in candidate.attempts)
         row.passed_checks += sum(passed_checks(a) for a in candidate.attempts)
         row.consistent += sum(passed_consistency(a) for a in candidate.attempts)
     for case in data.cases:

@@ -304,7 +304,7 @@ def write_results(
         "skipped": len(skipped) + len(graph_skips),
         "answers": dict(Counter(a.kind.value for a in answers)),
         "candidates": len(candidates),
-        "questions_generated": sum(len(c.attempts) for c in candidates),
+        "questions_generated": sum(a.generated for c in candidates for a in c.attempts),
         "accepted": len(cases),
         "rejected": len(rejected),
         "rejection_reasons": dict(reasons),

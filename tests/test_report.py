@@ -113,6 +113,18 @@ def verdict(test: TestCase, sut: str, bug: bool, score: int | None) -> Verdict:
     )
 
 
+def headline_values(html: str) -> dict[str, str]:
+    """The report's headline cards, label -> value."""
+    headline = re.search(r'id="headline">(.*?)</div>\s*(?=<section)', html, re.S)
+    assert headline is not None
+    return dict(
+        (label, value)
+        for value, label in re.findall(
+            r'class="value">([^<]*)</div><div class="label">([^<]*)<', headline.group(1)
+        )
+    )
+
+
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     sentence_a0 = "The Normans gave their name to Normandy, a region in France."
@@ -176,14 +188,7 @@ def test_report_shows_numbers_and_escapes_text(run_dir: Path) -> None:
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "Paris &amp; its suburbs" in html
-    headline = re.search(r'id="headline">(.*?)</div>\s*(?=<section)', html, re.S)
-    assert headline is not None
-    values = dict(
-        (label, value)
-        for value, label in re.findall(
-            r'class="value">([^<]*)</div><div class="label">([^<]*)<', headline.group(1)
-        )
-    )
+    values = headline_values(html)
     assert values["Contexts"] == "2"
     assert values["Answers"] == "3"
     assert values["Questions generated"] == "5"
@@ -217,6 +222,26 @@ def test_funnel_counts_per_kind(run_dir: Path) -> None:
     assert (phrase.generated, phrase.passed_checks, phrase.accepted, phrase.bugs) == (2, 1, 1, 1)
     assert (total.answers, total.generated, total.accepted, total.bugs) == (3, 5, 3, 2)
     assert "relation" not in rows
+
+
+def test_attempts_without_a_question_are_not_counted_as_generated(run_dir: Path) -> None:
+    data = load_run(run_dir)
+    paris = next(a for a in data.answers if a.text == "Paris")
+    silent = Attempt(number=1, question="", explanation="", reasons=[RejectReason.NO_QUESTION])
+    empty_slot = Candidate(
+        id=f"{paris.id}:q2",
+        context_id=paris.context_id,
+        answer=paris,
+        slot=2,
+        attempts=[silent],
+        status="rejected",
+    )
+    out.write_jsonl(run_dir / out.REJECTED, [*data.candidates, empty_slot])
+    rows = {row.kind: row for row in funnel_rows(load_run(run_dir))}
+    assert rows["all"].generated == 5
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    assert headline_values(html)["Questions generated"] == "5"
+    assert "not_generated" in html
 
 
 def test_rejection_reasons_listed(run_dir: Path) -> None:
