@@ -87,11 +87,15 @@ def rejected(ans: Answer, reason: RejectReason, checks_pass: bool) -> Candidate:
         similarity=0.2 if checks_pass else None,
         reasons=[reason],
     )
+    return rejected_slot(ans, attempt, slot=1)
+
+
+def rejected_slot(ans: Answer, attempt: Attempt, slot: int) -> Candidate:
     return Candidate(
-        id=f"{ans.id}:q1",
+        id=f"{ans.id}:q{slot}",
         context_id=ans.context_id,
         answer=ans,
-        slot=1,
+        slot=slot,
         attempts=[attempt],
         status="rejected",
     )
@@ -228,14 +232,7 @@ def test_attempts_without_a_question_are_not_counted_as_generated(run_dir: Path)
     data = load_run(run_dir)
     paris = next(a for a in data.answers if a.text == "Paris")
     silent = Attempt(number=1, question="", explanation="", reasons=[RejectReason.NO_QUESTION])
-    empty_slot = Candidate(
-        id=f"{paris.id}:q2",
-        context_id=paris.context_id,
-        answer=paris,
-        slot=2,
-        attempts=[silent],
-        status="rejected",
-    )
+    empty_slot = rejected_slot(paris, silent, slot=2)
     out.write_jsonl(run_dir / out.REJECTED, [*data.candidates, empty_slot])
     rows = {row.kind: row for row in funnel_rows(load_run(run_dir))}
     assert rows["all"].generated == 5
