@@ -230,16 +230,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     cases = [case for run_dir in args.run_dirs for case in load_run(run_dir).cases]
-    result = repair(
-        cases,
-        steps=args.steps,
-        seed=args.seed,
-        model_name=args.model,
-        device=args.device,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        by_context=args.by_context,
-    )
+    try:
+        result = repair(
+            cases,
+            steps=args.steps,
+            seed=args.seed,
+            model_name=args.model,
+            device=args.device,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            by_context=args.by_context,
+        )
+    except ValueError as error:
+        parser.exit(2, f"rq4_repair: {error}; pool more run directories or run more contexts\n")
     result["run_dirs"] = [str(run_dir) for run_dir in args.run_dirs]
     emit(result, render(result), args.json)
 

@@ -309,3 +309,12 @@ def test_rq4_reports_error_rates_before_and_after(tmp_path: Path):
     assert 0.0 <= result["error_rate_after"] <= 1.0
     assert result["split"]["test"] == 1 and result["steps"] == 3
     assert result["loss_start"] > 0 and result["loss_end"] > 0
+
+
+def test_rq4_too_few_tests_is_a_clear_error_not_a_traceback(run_dir: Path, capsys):
+    lines = (run_dir / out.TEST_CASES).read_text(encoding="utf-8").splitlines()[:1]
+    (run_dir / out.TEST_CASES).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as stopped:
+        rq4_repair.main([str(run_dir)])
+    assert stopped.value.code == 2
+    assert "too few distinct tests to split" in capsys.readouterr().err
