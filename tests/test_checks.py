@@ -113,3 +113,14 @@ def test_rejection_reasons_map_failures():
         max_chars=300,
     )
     assert rejection_reasons(good) == []
+
+
+def test_leak_needs_an_inflection_not_a_longer_word():
+    answer = make_answer("The Normans", AnswerKind.ENTITY_PHRASE, head_nouns=["Norman"])
+    assert answer_leaks_into_question(answer, "Which people gave their name to Normandy?").passed
+    assert not answer_leaks_into_question(answer, "Who were the Normans' rivals?").passed
+    city = make_answer("city", upos="NOUN", lemma="city")
+    assert not answer_leaks_into_question(city, "Which two cities did the river join?").passed
+    assert answer_leaks_into_question(city, "Where did the author cite the treaty?").passed
+    stop = make_answer("stopped", upos="VERB", lemma="stop")
+    assert not answer_leaks_into_question(stop, "Who was stopping the raids in 911?").passed
