@@ -9,7 +9,7 @@ from __future__ import annotations
 from cq2a.lexicon import (
     NON_LEXICAL_VERBS,
     is_pronoun_or_demonstrative,
-    normalise_space,
+    mentions,
     same_word,
     words,
 )
@@ -47,12 +47,11 @@ def answer_is_lexically_valid(answer: Answer) -> CheckResult:
 def explanation_is_complete(answer: Answer, explanation: str) -> CheckResult:
     """III-C1 Completeness: the entity appears in the explanation; for a relation, the whole
     triple (both entities and the relation) does."""
-    haystack = normalise_space(explanation)
     if answer.triple is None:
         parts = [answer.text]
     else:
         parts = [answer.triple.subject, answer.triple.relation, answer.triple.object]
-    missing = [part for part in parts if normalise_space(part) not in haystack]
+    missing = [part for part in parts if not mentions(explanation, part)]
     if missing:
         return CheckResult(
             name=COMPLETE, passed=False, detail=f"explanation lacks {', '.join(missing)}"
@@ -65,8 +64,7 @@ def leaked_words(answer: Answer, question: str) -> list[str]:
     for phrases any of its nouns (III-C1)."""
     question_words = words(question)
     leaks: list[str] = []
-    answer_words = " ".join(words(answer.text))
-    if answer_words and f" {answer_words} " in f" {' '.join(question_words)} ":
+    if mentions(question, answer.text):
         leaks.append(answer.text)
     lemmas: list[str] = []
     if answer.kind is AnswerKind.ENTITY_PHRASE:

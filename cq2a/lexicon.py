@@ -24,6 +24,14 @@ def words(text: str) -> list[str]:
     return [w.lower().strip("'’-") for w in _WORD.findall(text) if w.strip("'’-")]
 
 
+def mentions(text: str, phrase: str) -> bool:
+    """Whether the words of ``phrase`` occur in ``text`` in a row, ignoring case, spacing and
+    punctuation: "Denmark, Iceland and Norway" is mentioned in "from Denmark, Iceland, and
+    Norway", but not in "from Denmark, Iceland or Norway"."""
+    needle = words(phrase)
+    return bool(needle) and f" {' '.join(needle)} " in f" {' '.join(words(text))} "
+
+
 def normalise_space(text: str) -> str:
     return " ".join(text.split()).lower()
 

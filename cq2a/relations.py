@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from cq2a.lexicon import NON_LEXICAL_VERBS, normalise_space, same_word, words
+from cq2a.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, same_word, words
 from cq2a.models import Answer, AnswerKind, ParsedContext, Sentence, Token, Triple
 
 NOMINAL_UPOS = frozenset({"NOUN", "PROPN", "NUM"})
@@ -45,9 +45,8 @@ def tokens_in_span(parsed: ParsedContext, start: int, end: int) -> list[tuple[Se
 
 def entities_are_grounded(triple: ProposedTriple, context: str) -> bool:
     """III-A2 rule 1: both entities appear in the context and in the LLM's explanation."""
-    explanation = normalise_space(triple.explanation)
     return all(
-        find_span(context, entity) is not None and normalise_space(entity) in explanation
+        find_span(context, entity) is not None and mentions(triple.explanation, entity)
         for entity in (triple.subject, triple.object)
     )
 

@@ -43,6 +43,14 @@ def test_completeness_needs_entity_in_explanation():
     assert not explanation_is_complete(answer, "The region is in France.").passed
 
 
+def test_completeness_ignores_punctuation_but_not_words():
+    answer = make_answer("Denmark, Iceland and Norway", AnswerKind.ENTITY_PHRASE)
+    serial_comma = "They came from Denmark, Iceland, and Norway, the passage says."
+    assert explanation_is_complete(answer, serial_comma).passed
+    assert not explanation_is_complete(answer, "They came from Denmark, Iceland or Norway.").passed
+    assert not explanation_is_complete(answer, "They came from Denmark and Norway.").passed
+
+
 def test_completeness_needs_whole_triple_for_relations():
     answer = relation_answer()
     full = "Lucius Harney becomes Mr. Royall's boarder, so the relation is becomes."
