@@ -202,3 +202,51 @@ def test_smollm2_answers_through_chat_openai(monkeypatch: pytest.MonkeyPatch) ->
     finally:
         local_server.stop_local_servers()
     assert not server.is_running() and not _port_is_open(server.port)
+
+
+def _process_gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie nobody has reaped counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "State:\tZ" in status
+
+
+def test_orphan_guard_stops_the_server_when_its_parent_is_killed():
+    """A cq2a killed by SIGKILL runs no atexit handler; the guarded child must still stop."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parent_code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-m', 'cq2a.llm.orphan_guard',"
+        " 'http.server', '0', '--bind', '127.0.0.1'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    child_pid = int(parent.stdout.readline())
+    time.sleep(1.5)
+    assert not _process_gone(child_pid), "the guarded module should run while its parent lives"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not _process_gone(child_pid):
+        time.sleep(0.2)
+    gone = _process_gone(child_pid)
+    if not gone:
+        os.kill(child_pid, signal.SIGKILL)
+    assert gone, "the guarded child outlived its killed parent"
+
+
+def test_local_server_is_started_through_the_orphan_guard(tmp_path):
+    server = local_server.LocalLLMServer(tmp_path / "m.gguf", alias="m")
+    command = server.command()
+    assert command[1:4] == ["-m", "cq2a.llm.orphan_guard", "llama_cpp.server"]
+    assert command[command.index("--host") + 1] == "127.0.0.1"

@@ -2,7 +2,8 @@
 
 ``get_local_server(model)`` starts ``python -m llama_cpp.server`` (llama-cpp-python 0.3.36) on a
 free loopback port for a catalog name or GGUF path, waits until ``GET /v1/models`` answers, and
-stops it when the process exits. A server started elsewhere (``cq2a llm serve``) is reused when
+stops it when the process exits (and, through ``cq2a.llm.orphan_guard``, when the process
+dies without cleaning up). A server started elsewhere (``cq2a llm serve``) is reused when
 ``CQ2A_LOCAL_LLM_URL`` (one URL or several, comma-separated) points at a healthy one that serves
 the same model, so ``langgraph dev`` workers need not load the weights again.
 
@@ -131,6 +132,7 @@ class LocalLLMServer:
         return [
             sys.executable,
             "-m",
+            "cq2a.llm.orphan_guard",  # stops the server if cq2a dies without cleaning up
             "llama_cpp.server",
             "--model",
             str(self.model_path),
