@@ -23,10 +23,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
-import openai
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
-from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
 from cq2a.llm.cache import LLMCache, cache_key
@@ -35,17 +33,30 @@ from cq2a.settings import LLMSpec, Settings
 
 T = TypeVar("T", bound=BaseModel)
 
-#: Errors that will not go away by asking again.
-FATAL_ERRORS = (
-    openai.AuthenticationError,
-    openai.PermissionDeniedError,
-    openai.NotFoundError,
-    openai.BadRequestError,
-)
+
+@cache
+def fatal_errors() -> tuple[type[Exception], ...]:
+    """Errors that will not go away by asking again.
+
+    ``openai`` is imported on first use, not with this module: it alone takes about half a
+    second, and importing cq2a or building the graph needs no client."""
+    import openai
+
+    return (
+        openai.AuthenticationError,
+        openai.PermissionDeniedError,
+        openai.NotFoundError,
+        openai.BadRequestError,
+    )
 
 
-#: Errors the OpenAI SDK retries itself (429 honouring Retry-After, 5xx, timeouts, connection).
-SDK_RETRIED_ERRORS = (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
+@cache
+def sdk_retried_errors() -> tuple[type[Exception], ...]:
+    """Errors the OpenAI SDK retries itself: 429 (honouring Retry-After), 5xx, timeouts, lost
+    connections."""
+    import openai
+
+    return (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
 
 
 class LLMCallFailed(RuntimeError):
@@ -150,6 +161,8 @@ class ChatClient:
             if settings.requests_per_second
             else None
         )
+        from langchain_openai import ChatOpenAI
+
         self.model = ChatOpenAI(
             model=spec.model,
             base_url=base_url,
@@ -264,9 +277,9 @@ class ChatClient:
             try:
                 with self.semaphore:
                     completion = self._send(messages, params)
-            except FATAL_ERRORS as error:
+            except fatal_errors() as error:
                 raise LLMCallFailed(f"{self.spec.model}: {error}") from error
-            except SDK_RETRIED_ERRORS as error:
+            except sdk_retried_errors() as error:
                 # The SDK has already retried these llm_retries times with backoff.
                 raise LLMCallFailed(
                     f"{self.spec.model} at {self.base_url or 'api.openai.com'}: {error}. "
