@@ -7,6 +7,7 @@ Each rule is one function returning a ``CheckResult``; ``check_question`` runs t
 from __future__ import annotations
 
 from cq2a.lexicon import (
+    FUNCTION_WORDS,
     NON_LEXICAL_VERBS,
     is_pronoun_or_demonstrative,
     mentions,
@@ -72,7 +73,9 @@ def leaked_words(answer: Answer, question: str) -> list[str]:
     elif answer.lemma:
         lemmas = [answer.lemma.lower()]
     if answer.kind is AnswerKind.RELATION:
-        lemmas += [w for w in words(answer.text) if w not in NON_LEXICAL_VERBS]
+        lemmas += [
+            w for w in words(answer.text) if w not in NON_LEXICAL_VERBS and w not in FUNCTION_WORDS
+        ]
     for lemma in lemmas:
         if any(same_word(token, lemma.lower()) for token in question_words):
             leaks.append(lemma)

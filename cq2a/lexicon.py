@@ -16,6 +16,17 @@ NON_LEXICAL_VERBS = frozenset(
     "may might must shall should will would".split()
 )
 
+#: Closed-class words that carry no answer on their own: a question may use them freely even when
+#: a relation answer ("raided and ultimately settled") contains them.
+FUNCTION_WORDS = (
+    frozenset(
+        "a an the and or but nor so yet of to in on at by for with from into onto upon over under "
+        "about as than then which who whom whose what not no".split()
+    )
+    | PERSONAL_PRONOUNS
+    | DEMONSTRATIVES
+)
+
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
 

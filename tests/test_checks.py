@@ -132,3 +132,22 @@ def test_leak_needs_an_inflection_not_a_longer_word():
     assert answer_leaks_into_question(city, "Where did the author cite the treaty?").passed
     stop = make_answer("stopped", upos="VERB", lemma="stop")
     assert not answer_leaks_into_question(stop, "Who was stopping the raids in 911?").passed
+
+
+def test_relation_leak_ignores_function_words_but_not_its_verbs():
+    triple = Triple(
+        subject="Rollo's contingents",
+        relation="raided and ultimately settled",
+        object="Normandy and parts of the Atlantic coast",
+    )
+    answer = make_answer(
+        "raided and ultimately settled",
+        AnswerKind.RELATION,
+        lemma="raid",
+        upos="VERB",
+        triple=triple,
+    )
+    asked = "What did Rollo's contingents do in Normandy and parts of the Atlantic coast?"
+    assert answer_leaks_into_question(answer, asked).passed
+    leaking = "Where did Rollo's contingents raid and settle?"
+    assert not answer_leaks_into_question(answer, leaking).passed
