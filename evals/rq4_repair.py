@@ -37,6 +37,10 @@ from evals.sut_speed import random_t5, train_tokenizer
 TINY_T5 = {"d_model": 128, "d_ff": 256, "d_kv": 32, "num_layers": 2, "num_heads": 4}
 
 
+class TooFewTests(ValueError):
+    """The pooled tests cannot fill a train and a test split."""
+
+
 class Split(BaseModel):
     train: list[TestCase]
     validation: list[TestCase]
@@ -156,7 +160,7 @@ def repair(
     device = pick_device(device)
     split = split_cases(cases, seed, by_context=by_context)
     if not split.train or not split.test:
-        raise ValueError(
+        raise TooFewTests(
             f"too few distinct tests to split: {len(cases) - split.duplicates_removed} give "
             f"train/validation/test {len(split.train)}/{len(split.validation)}/{len(split.test)}"
         )
@@ -241,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
             lr=args.lr,
             by_context=args.by_context,
         )
-    except ValueError as error:
+    except TooFewTests as error:
         parser.exit(2, f"rq4_repair: {error}; pool more run directories or run more contexts\n")
     result["run_dirs"] = [str(run_dir) for run_dir in args.run_dirs]
     emit(result, render(result), args.json)

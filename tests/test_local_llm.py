@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -215,11 +219,6 @@ def _process_gone(pid: int) -> bool:
 
 def test_orphan_guard_stops_the_server_when_its_parent_is_killed():
     """A cq2a killed by SIGKILL runs no atexit handler; the guarded child must still stop."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
     parent_code = (
         "import subprocess, sys, time\n"
         "child = subprocess.Popen([sys.executable, '-m', 'cq2a.llm.orphan_guard',"
