@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_BUGS, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
+EXIT_OK, EXIT_BUGS, EXIT_USAGE, EXIT_STOPPED, EXIT_FAILED = 0, 1, 2, 3, 4
 
 DEMO_DATA = "squad2_dev_sample.jsonl"
 
@@ -55,6 +55,14 @@ def _add_run_options(
     sub.add_argument("--limit", type=int, default=default_limit, help="first N contexts only")
     sub.add_argument("--seed", type=int, default=None)
     sub.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    sub.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="run a finished run again from its LLM cache, sending only the calls that failed",
+    )
+    sub.add_argument(
+        "--no-judge-probe", action="store_true", help="run even if the judge fails its probe"
+    )
     sub.add_argument("--force", action="store_true", help="overwrite a different run in --out")
     sub.add_argument("--follow", action="store_true", help="print trace events live")
     sub.add_argument("--no-progress", action="store_true")
@@ -99,6 +107,8 @@ def settings_from_args(args: argparse.Namespace, base: Any = None) -> Any:
             overrides[field] = getattr(args, arg)
     if getattr(args, "no_relations", False):
         overrides["relations"] = False
+    if getattr(args, "no_judge_probe", False):
+        overrides["probe_judge"] = False
     for role in ("generator", "reasker", "judge"):
         if args.model:
             overrides[f"{role}.model"] = args.model
@@ -148,10 +158,11 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) ->
                 settings,
                 limit=args.limit,
                 resume=args.resume,
+                retry_errors=args.retry_errors,
                 force=args.force,
                 on_event=progress.handle,
             )
-    except (RunDirError, ValueError, FileNotFoundError) as error:
+    except (RunDirError, ValueError, OSError) as error:
         print(f"cq2a: {error}", file=sys.stderr)
         return EXIT_USAGE
     counts = summary.counts
@@ -162,6 +173,8 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) ->
     )
     if summary.message:
         print(f"cq2a: {summary.message}", file=sys.stderr)
+    if summary.status == "failed":
+        return EXIT_FAILED
     if summary.status != "finished":
         return EXIT_STOPPED
     return exit_code_for_bugs(counts["bugs"], counts["test_cases"], args)

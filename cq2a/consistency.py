@@ -93,21 +93,21 @@ def mark_duplicates(
 def reask(
     client: ChatClient, context: Context, candidate: Candidate, votes: int, seed_offset: int
 ) -> tuple[Candidate, Usage]:
-    """Ask the LLM the question ``votes`` times (Table II) and keep the majority answer."""
+    """Ask the LLM the question ``votes`` times (Table II) and keep the majority answer.
+
+    A failed call leaves the candidate waiting to be re-asked (next round, or a resume), with
+    the error recorded."""
     user = render_prompt("reask.user", context=context.context, question=candidate.current.question)
     try:
         completion = client.text(
             load_prompt("reask.system"), user, n=votes, seed_offset=seed_offset
         )
     except LLMCallFailed as error:
-        failed = reject(candidate, RejectReason.LLM_ERROR, majority_answer=f"llm error: {error}")
-        return failed, Usage()
+        return candidate.model_copy(update={"error": str(error)}), Usage()
     answers = [normalize_answer(text) for text in completion.texts]
     winner, count = majority_vote(answers)
-    return (
-        with_attempt(candidate, votes=answers, majority_answer=winner, majority_count=count),
-        completion.usage,
-    )
+    voted = with_attempt(candidate, votes=answers, majority_answer=winner, majority_count=count)
+    return voted.model_copy(update={"error": None}), completion.usage
 
 
 def compare_with_gold(

@@ -87,9 +87,7 @@ def generation_messages(
 
 
 def fill_slots(
-    slots: list[Candidate],
-    output: GeneratedQuestions | Malformed | LLMCallFailed,
-    feedback: str,
+    slots: list[Candidate], output: GeneratedQuestions | Malformed, feedback: str
 ) -> list[Candidate]:
     """Give each slot its next attempt from the generated questions, in order."""
     questions = output.questions if isinstance(output, GeneratedQuestions) else []
@@ -112,37 +110,35 @@ def fill_slots(
                 reasons=[_failure_reason(output)],
                 feedback=feedback or None,
             )
-        filled.append(slot.model_copy(update={"attempts": [*slot.attempts, attempt]}))
+        filled.append(
+            slot.model_copy(update={"attempts": [*slot.attempts, attempt], "error": None})
+        )
     return filled
 
 
 def _failure_reason(output: object) -> RejectReason:
-    if isinstance(output, Malformed):
-        return RejectReason.MALFORMED
-    if isinstance(output, LLMCallFailed):
-        return RejectReason.LLM_ERROR
-    return RejectReason.NO_QUESTION
+    return RejectReason.MALFORMED if isinstance(output, Malformed) else RejectReason.NO_QUESTION
 
 
 def _failure_detail(output: object) -> str:
     if isinstance(output, Malformed):
         return f"malformed output: {output.error}"
-    if isinstance(output, LLMCallFailed):
-        return f"llm error: {output}"
     return "the model returned fewer questions than asked"
 
 
 def generate_questions(
     client: ChatClient, answer: Answer, context: Context, slots: list[Candidate], seed_offset: int
 ) -> tuple[list[Candidate], Usage]:
-    """One generation request for the slots of one answer (III-B)."""
+    """One generation request for the slots of one answer (III-B).
+
+    A failed call spends no attempt: the slots keep the error and are asked for again in the
+    next round, or by ``--resume`` / ``--retry-errors``."""
     feedback = feedback_for(slots)
     system, user = generation_messages(answer, context, len(slots), feedback)
     try:
         outputs, usage = client.structured(
             system, user, GeneratedQuestions, seed_offset=seed_offset
         )
-        output: GeneratedQuestions | Malformed | LLMCallFailed = outputs[0]
     except LLMCallFailed as error:
-        output, usage = error, Usage()
-    return fill_slots(slots, output, feedback), usage
+        return [slot.model_copy(update={"error": str(error)}) for slot in slots], Usage()
+    return fill_slots(slots, outputs[0], feedback), usage

@@ -123,3 +123,28 @@ def clean_context(context: Context, max_chars: int) -> tuple[Context | None, Ski
         text = text[:cut]
     note = "; ".join(notes) or None
     return context.model_copy(update={"context": text, "note": note}), None
+
+
+#: Tokens a prompt needs besides the context (instructions, the answer, feedback) and the
+#: completion (the generator's cap), with a margin.
+PROMPT_RESERVE_TOKENS = 1600
+#: Characters per token, on the low side for English prose, so the estimate errs long.
+CHARS_PER_TOKEN = 3.5
+
+
+def too_long_for_window(context: Context, windows: dict[str, int | None]) -> Skip | None:
+    """A skip for a context whose prompts would not fit a role's model window, else None.
+
+    ``windows`` maps each role to its model's window in tokens (None: unknown, not checked).
+    Such a context would otherwise fail every call as a 400, counted as LLM errors.
+    """
+    tokens = int(len(context.context) / CHARS_PER_TOKEN) + PROMPT_RESERVE_TOKENS
+    for role, window in windows.items():
+        if window is not None and tokens > window:
+            return Skip(
+                id=context.id,
+                reason="context_too_long",
+                detail=f"about {tokens} prompt tokens, over the {role} model's window of {window}; "
+                "split the passage, or use a model with a larger window (context_window)",
+            )
+    return None

@@ -128,6 +128,7 @@ class RejectReason(StrEnum):
     INCONSISTENT = "inconsistent_answer"
     MALFORMED = "malformed_output"
     NO_QUESTION = "not_generated"
+    #: Written by earlier versions; a failed call now leaves the slot pending with its ``error``.
     LLM_ERROR = "llm_error"
 
 
@@ -167,6 +168,11 @@ class Candidate(BaseModel):
     slot: int
     attempts: list[Attempt] = Field(default_factory=list)
     status: CandidateStatus = "pending"
+    error: str | None = Field(
+        None,
+        description="Why the last LLM call for this slot failed; the slot then waits at the same "
+        "step for the next round (or a resume) instead of spending an attempt.",
+    )
 
     @property
     def current(self) -> Attempt:
@@ -213,7 +219,9 @@ class Verdict(BaseModel):
     gold_answer: str
     sut_answer: str
     similarity: float
-    stage: Literal["similarity", "judge"]
+    #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict (see
+    #: ``judge_explanation``); not a bug, not a pass.
+    stage: Literal["similarity", "judge", "unjudged"]
     judge_score: int | None = None
     judge_explanation: str | None = None
     bug: bool

@@ -61,7 +61,9 @@ def judge_verdicts(
     """Both stages for every test case; the judge is asked only where stage 1 says inconsistent.
 
     A bug is reported only when both stages say the answers disagree. When the judge gives no
-    usable verdict the case is not reported as a bug, and the reason is kept in the evidence.
+    usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
+    neither a bug nor a pass, counted apart, with the reason, and judged again by
+    ``--retry-errors``.
     """
 
     def decide(index: int) -> tuple[Verdict, Usage]:
@@ -84,7 +86,7 @@ def judge_verdicts(
             client, case.context, case.question, case.answer, sut
         )
         if verdict is None:
-            return Verdict(**base, stage="judge", judge_explanation=problem, bug=False), usage
+            return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False), usage
         bug = not consistent_by_judge(verdict.score, judge_threshold)
         return (
             Verdict(

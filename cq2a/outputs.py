@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 TEST_CASES = "test_cases.jsonl"
 REJECTED = "rejected.jsonl"
+PENDING = "pending.jsonl"
 CANDIDATES = "candidates.jsonl"
 BUGS = "bugs.jsonl"
 VERDICTS = "verdicts.jsonl"

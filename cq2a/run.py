@@ -12,9 +12,10 @@ import json
 import shutil
 import sqlite3
 import time
+import traceback
 from collections import Counter
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -24,10 +25,13 @@ import structlog
 from pydantic import BaseModel
 
 from cq2a import outputs as out
+from cq2a.graph.state import merge_by_id, union
 from cq2a.inputs import read_contexts
-from cq2a.llm.client import LLMCallFailed, forget_runtimes
+from cq2a.llm.breaker import LLMUnavailable
 from cq2a.llm.usage import BudgetExceeded, Usage
 from cq2a.models import Answer, Candidate, Context, Skip, Verdict
+from cq2a.preflight import JudgeProbeFailed, PreflightFailed
+from cq2a.services import release_services, services_for
 from cq2a.settings import Settings
 from cq2a.stages import test_cases_of
 
@@ -67,6 +71,10 @@ RUNTIME_SETTINGS = (
     "concurrency",
     "requests_per_second",
     "llm_retries",
+    "breaker_failures",
+    "breaker_window_s",
+    "probe_judge",
+    "preflight",
     "max_tokens",
     "max_cost",
     "price_per_1k_prompt",
@@ -147,6 +155,25 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+#: Why a run stops early, saving what it has: a spending cap, an LLM outage, a missing
+#: component, an untrustworthy judge. ``--resume`` continues it once the cause is gone.
+STOP_ERRORS: tuple[type[BaseException], ...] = (
+    BudgetExceeded,
+    LLMUnavailable,
+    PreflightFailed,
+    JudgeProbeFailed,
+    KeyboardInterrupt,
+)
+
+
+class Outcome(BaseModel):
+    """How the graph's stream ended."""
+
+    status: str = "finished"
+    message: str = ""
+    error: dict[str, str] | None = None
+
+
 def run_pipeline(
     input_path: str | Path,
     run_dir: str | Path,
@@ -154,14 +181,15 @@ def run_pipeline(
     *,
     limit: int | None = None,
     resume: bool = False,
+    retry_errors: bool = False,
     force: bool = False,
     on_event: EventHandler | None = None,
 ) -> RunSummary:
-    """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir.
 
-    from cq2a.graph import build_graph
-
+    Steps: read the input, open the run directory, stream the graph under its checkpointer,
+    write the results from the checkpointed state, write run.json.
+    """
     started = time.time()
     run_dir = Path(run_dir)
     contexts, skipped = read_contexts(input_path, settings.max_context_chars)
@@ -170,34 +198,88 @@ def run_pipeline(
     if settings.cache_path is None:
         settings = settings.model_copy(update={"cache_path": str(run_dir / out.LLM_CACHE)})
     run_id = fingerprint(contexts, settings)
+    if retry_errors and resume:
+        raise RunDirError(
+            "--resume continues a stopped run and --retry-errors re-runs a finished one: pass one"
+        )
+    if retry_errors:
+        check_retryable(run_dir, run_id, settings)
     prepare_run_dir(run_dir, run_id, resume=resume, force=force)
-    forget_runtimes()
+    release_services()
     config = {
         "configurable": {"thread_id": run_id},
         "max_concurrency": max(settings.concurrency, 2),
         "recursion_limit": 200 + 20 * len(contexts),
     }
-    status, message = "finished", ""
     if on_event is not None:
         on_event({"event": "run_started", "contexts": len(contexts), "skipped": len(skipped)})
-    trace_path = run_dir / out.TRACE
-    with (
-        closing(sqlite3.connect(run_dir / out.CHECKPOINTS, check_same_thread=False)) as db,
-        trace_path.open("a", encoding="utf-8") as trace_file,
-    ):
-        tracer = structlog.wrap_logger(
-            structlog.WriteLogger(trace_file),
-            processors=[structlog.processors.JSONRenderer(default=str)],
-        )
-        graph = build_graph(checkpointer=SqliteSaver(db, serde=checkpoint_serializer()))
+    with open_checkpointed_graph(run_dir) as graph:
         if resume and not graph.get_state(config).values:
             raise RunDirError(
                 f"nothing to resume in {run_dir} for this input and these settings: the "
                 "interrupted run used others; rerun it with the same input and settings, "
                 "or start afresh without --resume"
             )
-        inputs = None if resume else {"contexts": contexts}
+        outcome = stream_run(
+            graph, config, settings, None if resume else {"contexts": contexts}, run_dir, on_event
+        )
+        values = checkpointed_values(graph, config)
+    release_services(run_id)
+    counts = write_results(run_dir, values, contexts, skipped)
+    if outcome.status == "finished" and unsettled(counts):
+        outcome = Outcome(
+            status="incomplete",
+            message=f"{unsettled(counts)} slots, relation extractions or verdicts were left "
+            "unsettled by failed LLM calls",
+        )
+    outcome.message = with_next_step(outcome, input_path, run_dir)
+    usage = values.get("usage") or Usage()
+    record = run_record(run_id, input_path, settings, started, outcome, counts, usage, values)
+    record["skipped"] = [s.model_dump() for s in skipped]
+    record["repaired"] = [{"id": c.id, "note": c.note} for c in contexts if c.note]
+    out.write_json(run_dir / out.RUN, record)
+    return RunSummary(
+        run_dir=str(run_dir),
+        status=outcome.status,
+        message=outcome.message,
+        counts=counts,
+        usage=usage,
+        seconds=record["seconds"],
+    )
+
+
+@contextmanager
+def open_checkpointed_graph(run_dir: Path) -> Iterator[Any]:
+    """The compiled graph with a SQLite checkpointer in the run directory."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from cq2a.graph import build_graph
+
+    with closing(sqlite3.connect(run_dir / out.CHECKPOINTS, check_same_thread=False)) as db:
+        yield build_graph(checkpointer=SqliteSaver(db, serde=checkpoint_serializer()))
+
+
+def stream_run(
+    graph: Any,
+    config: dict[str, Any],
+    settings: Settings,
+    inputs: dict[str, Any] | None,
+    run_dir: Path,
+    on_event: EventHandler | None,
+) -> Outcome:
+    """Stream the graph, writing trace events and finished contexts as they come.
+
+    Nothing raised here loses work: a stop or any other error is returned as the outcome, and
+    the caller writes every file from what the checkpointer holds."""
+    with (run_dir / out.TRACE).open("a", encoding="utf-8") as trace_file:
+        tracer = structlog.wrap_logger(
+            structlog.WriteLogger(trace_file),
+            processors=[structlog.processors.JSONRenderer(default=str)],
+        )
         try:
+            if inputs is None:  # a resumed run's cap covers what it spent before
+                spent = checkpointed_values(graph, config).get("usage") or Usage()
+                services_for(settings, config["configurable"]["thread_id"]).llm.meter.record(spent)
             for namespace, mode, chunk in graph.stream(
                 inputs,
                 config,
@@ -211,18 +293,103 @@ def run_pipeline(
                         on_event(chunk)
                 elif not namespace and isinstance(chunk, dict) and "context" in chunk:
                     save_partial(run_dir, chunk["context"] or {})
-        except BudgetExceeded as error:
-            status, message = "stopped", f"{error}; everything finished so far is saved"
-        except LLMCallFailed as error:
-            status, message = "failed", str(error)
-        values = graph.get_state(config).values
-    counts = write_results(run_dir, values, contexts, skipped)
-    usage = values.get("usage") or Usage()
+        except STOP_ERRORS as error:
+            reason = str(error) or "interrupted"
+            return Outcome(status="stopped", message=reason)
+        except Exception as error:
+            return Outcome(
+                status="failed",
+                message=f"{type(error).__name__}: {error}",
+                error={
+                    "type": type(error).__name__,
+                    "message": str(error),
+                    "traceback": traceback.format_exc(),
+                },
+            )
+    return Outcome()
+
+
+def checkpointed_values(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The run's state, with the work of contexts still in flight when it stopped.
+
+    All contexts run in one step of the parent graph, so until every one has finished the
+    parent's values hold none of them: finished contexts are in the step's saved writes, and
+    unfinished ones in their subgraph's checkpoint."""
+    snapshot = graph.get_state(config, subgraphs=True)
+    values = dict(snapshot.values)
+    for task in snapshot.tasks:
+        parts = []
+        if isinstance(task.result, dict):
+            parts.append(task.result)
+        elif task.state is not None and hasattr(task.state, "values"):
+            parts.append(task.state.values)
+        for part in parts:
+            for key in ("answers", "candidates", "skipped"):
+                values[key] = merge_by_id(values.get(key), part.get(key))
+            values["finished"] = union(values.get("finished"), part.get("finished"))
+            if part.get("usage") is not None:
+                values["usage"] = (values.get("usage") or Usage()) + part["usage"]
+    return values
+
+
+def check_retryable(run_dir: Path, run_id: str, settings: Settings) -> None:
+    """``--retry-errors`` runs a finished run again with its LLM cache: every call that
+    succeeded replays from the cache, and only the failed ones are sent again."""
+    run_file = run_dir / out.RUN
+    if not run_file.exists():
+        raise RunDirError(f"nothing to retry in {run_dir}: no {out.RUN}")
+    previous = out.read_json(run_file)
+    if previous.get("run_id") != run_id:
+        raise RunDirError(
+            f"{run_dir} holds a run of another input or other settings; --retry-errors needs the "
+            "same ones"
+        )
+    if previous.get("status") in ("stopped", "failed"):
+        raise RunDirError(f"the run in {run_dir} did not finish: continue it with --resume")
+    if settings.cache_path == "off":
+        raise RunDirError("--retry-errors replays the run's LLM cache: do not turn it off")
+
+
+def unsettled(counts: dict[str, Any]) -> int:
+    """Slots and verdicts a finished run could not settle: LLM errors, unjudged verdicts."""
+    return int(counts["pending"] + counts["unjudged"] + counts["relations_failed"])
+
+
+def with_next_step(outcome: Outcome, input_path: str | Path, run_dir: Path) -> str:
+    """The outcome's message with the command that carries on from it."""
+    command = f"cq2a run {input_path} --out {run_dir}"
+    if outcome.status == "stopped":
+        return (
+            f"{outcome.message}. Everything finished so far is saved; once the cause is fixed, "
+            f"continue with: {command} --resume (and the same options)"
+        )
+    if outcome.status == "failed":
+        return (
+            f"{outcome.message}. Everything finished so far is saved and the traceback is in "
+            f"run.json; after a fix, continue with: {command} --resume (and the same options)"
+        )
+    if outcome.status == "incomplete":
+        return f"{outcome.message}; send them again with: {command} --retry-errors"
+    return outcome.message
+
+
+def run_record(
+    run_id: str,
+    input_path: str | Path,
+    settings: Settings,
+    started: float,
+    outcome: Outcome,
+    counts: dict[str, Any],
+    usage: Usage,
+    values: dict[str, Any],
+) -> dict[str, Any]:
+    """run.json: what ran, with what, how it ended, and what it produced."""
     finished = time.time()
-    record = {
+    return {
         "run_id": run_id,
-        "status": status,
-        "message": message,
+        "status": outcome.status,
+        "message": outcome.message,
+        "error": outcome.error,
         "input": str(input_path),
         "started": datetime.fromtimestamp(started, UTC).isoformat(),
         "finished": datetime.fromtimestamp(finished, UTC).isoformat(),
@@ -241,18 +408,7 @@ def run_pipeline(
         "counts": counts,
         "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
         "judge_probe": _dump(values.get("judge_probe")),
-        "skipped": [s.model_dump() for s in skipped],
-        "repaired": [{"id": c.id, "note": c.note} for c in contexts if c.note],
     }
-    out.write_json(run_dir / out.RUN, record)
-    return RunSummary(
-        run_dir=str(run_dir),
-        status=status,
-        message=message,
-        counts=counts,
-        usage=usage,
-        seconds=record["seconds"],
-    )
 
 
 def _dump(value: Any) -> Any:
@@ -287,30 +443,35 @@ def write_results(
     graph_skips: list[Skip] = values.get("skipped") or []
     cases = test_cases_of(candidates, {c.id: c for c in contexts})
     case_by_id = {case.id: case for case in cases}
-    rejected = [c for c in candidates if c.status != "accepted"]
+    rejected = [c for c in candidates if c.status == "rejected"]
     bugs = [bug_record(v, case_by_id) for v in verdicts if v.bug]
     out.write_jsonl(run_dir / out.ANSWERS, answers)
     out.write_jsonl(run_dir / out.TEST_CASES, cases)
     out.write_jsonl(run_dir / out.REJECTED, rejected)
+    out.write_jsonl(run_dir / out.PENDING, [c for c in candidates if c.status == "pending"])
     out.write_jsonl(run_dir / out.CANDIDATES, candidates)
     out.write_jsonl(run_dir / out.VERDICTS, verdicts)
     out.write_jsonl(run_dir / out.BUGS, bugs)
     out.write_jsonl(run_dir / out.SKIPPED, [*skipped, *graph_skips])
-    finished_contexts = {c.context_id for c in candidates} | {a.context_id for a in answers}
     reasons = Counter(reason.value for c in rejected for reason in c.reasons)
     return {
         "contexts": len(contexts),
-        "contexts_finished": len(finished_contexts),
+        "contexts_finished": len(values.get("finished") or []),
         "skipped": len(skipped) + len(graph_skips),
         "answers": dict(Counter(a.kind.value for a in answers)),
         "candidates": len(candidates),
         "questions_generated": sum(a.generated for c in candidates for a in c.attempts),
         "accepted": len(cases),
         "rejected": len(rejected),
+        "pending": sum(c.status == "pending" for c in candidates),
+        "relations_failed": sum(s.reason == "llm_error" for s in graph_skips),
+        "llm_errors": sum(c.error is not None for c in candidates)
+        + sum(s.reason == "llm_error" for s in graph_skips),
         "rejection_reasons": dict(reasons),
         "accepted_by_kind": dict(Counter(case.kind.value for case in cases)),
         "test_cases": len(cases),
         "judged": sum(v.stage == "judge" for v in verdicts),
+        "unjudged": sum(v.stage == "unjudged" for v in verdicts),
         "bugs": len(bugs),
         "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
     }

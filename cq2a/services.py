@@ -1,12 +1,19 @@
-"""The heavy objects a run uses (LLM clients, embedder, parser), built once per process."""
+"""The one registry of what a run uses: its LLM clients, embedder, parser and SUT.
+
+Per run (keyed by settings and the run's thread id): the LLM clients with their cache and
+spending meter, so two runs never share a meter. Per process: the parser, the embedder and the
+SUT, which are the same for every run with the same spec, so a long-lived ``langgraph dev``
+server loads each once however many threads it serves. ``release_services`` ends a run's share.
+"""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
-from cq2a.llm.client import LLMRuntime, get_llm_runtime
+from cq2a.llm.client import LLMRuntime, build_llm_runtime
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 
 
@@ -15,11 +22,9 @@ class Services:
     settings: Settings
     run_key: str = "default"
 
-    @property
+    @cached_property
     def llm(self) -> LLMRuntime:
-        # Not cached here: forget_runtimes() closes a run's cache and drops its meter; the next run
-        # with the same settings must get new ones, not this object's closed cache and spent meter.
-        return get_llm_runtime(self.settings, self.run_key)
+        return build_llm_runtime(self.settings, self.run_key)
 
     @cached_property
     def embedder(self) -> Any:
@@ -33,11 +38,17 @@ class Services:
 
         return get_parser(self.settings.parser)
 
-    @cached_property
+    @property
     def sut(self) -> Any:
-        from cq2a.sut import build_sut
+        spec = self.settings.sut
+        secret = spec.api_key.get_secret_value() if spec.api_key else ""
+        return _shared_sut(spec.model_dump_json(), secret)
 
-        return build_sut(self.settings.sut, chat_factory=sut_chat_model)
+    def close(self) -> None:
+        """Close this run's LLM cache, if its clients were ever built."""
+        runtime = self.__dict__.get("llm")
+        if runtime is not None and runtime.cache is not None:
+            runtime.cache.close()
 
     @property
     def consistency_threshold(self) -> float:
@@ -78,12 +89,39 @@ def sut_chat_model(spec: SUTSpec) -> Any:
     )
 
 
+@cache
+def _shared_sut(spec_json: str, api_key: str) -> Any:
+    from cq2a.sut import build_sut
+
+    spec = SUTSpec.model_validate_json(spec_json)
+    if api_key:
+        spec = spec.model_copy(update={"api_key": api_key})
+    return build_sut(spec, chat_factory=sut_chat_model)
+
+
 _SERVICES: dict[tuple[str, str], Services] = {}
+_SERVICES_LOCK = threading.Lock()
 
 
 def services_for(settings: Settings | None, run_key: str = "default") -> Services:
+    """The services of one run; built on first use, shared by every node of that run."""
     settings = settings or Settings()
     key = (settings.model_dump_json(), run_key)
-    if key not in _SERVICES:
-        _SERVICES[key] = Services(settings, run_key)
-    return _SERVICES[key]
+    with _SERVICES_LOCK:
+        if key not in _SERVICES:
+            _SERVICES[key] = Services(settings, run_key)
+        return _SERVICES[key]
+
+
+def release_services(run_key: str | None = None) -> None:
+    """End one run's share (or every run's, with no key): close its cache, drop its meter and
+    clients, close the LLM breakers, forget which servers honour ``n``."""
+    from cq2a.llm.breaker import reset_breakers
+    from cq2a.llm.client import forget_n_support
+
+    with _SERVICES_LOCK:
+        for key in [k for k in _SERVICES if run_key is None or k[1] == run_key]:
+            _SERVICES.pop(key).close()
+    if run_key is None:
+        reset_breakers()
+        forget_n_support()

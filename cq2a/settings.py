@@ -18,6 +18,8 @@ SUTKind = Literal["seq2seq", "openai", "callable", "http"]
 
 #: The offline default chat model (see ``cq2a.llm.catalog``).
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct"
+#: The window, in tokens, the local llama.cpp server is started with.
+LOCAL_CONTEXT_WINDOW = 4096
 #: The offline default software under test: a small local model, different from the generator.
 DEFAULT_LOCAL_SUT_MODEL = "smollm2-135m-instruct"
 
@@ -42,10 +44,20 @@ class LLMSpec(BaseModel):
     supports_n: bool | None = Field(
         None, description="Whether the server honours n>1; None means detect on first use."
     )
+    context_window: int | None = Field(
+        None,
+        gt=0,
+        description="The model's window in tokens; None: 4096 for backend=local (the size the "
+        "local server is started with), unknown (not checked) for others.",
+    )
+
+    def window(self) -> int | None:
+        return self.context_window or (LOCAL_CONTEXT_WINDOW if self.backend == "local" else None)
 
     def cache_identity(self) -> dict[str, Any]:
-        """The fields that change what the model returns (no secrets)."""
-        return self.model_dump(exclude={"api_key", "timeout_s", "supports_n"})
+        """The fields that change what the model returns: no secrets, and not the server's
+        address, so a replay finds its responses when the server comes back on another port."""
+        return self.model_dump(exclude={"api_key", "base_url", "timeout_s", "supports_n"})
 
 
 class SUTSpec(BaseModel):
@@ -109,8 +121,17 @@ class Settings(BaseSettings):
     questions_per_entity: int = Field(5, ge=1, description="Questions asked per entity (Table I).")
     questions_per_relation: int = Field(10, ge=1, description="Questions per triple (Table I).")
     max_attempts: int = Field(2, ge=1, description="Generation attempts per question slot.")
+    error_rounds: int = Field(
+        1, ge=0, description="Extra rounds for slots whose LLM calls failed (no attempt spent)."
+    )
     relations: bool = Field(True, description="Extract relation triples with the LLM (III-A2).")
-    probe_judge: bool = Field(True, description="Probe the judge with a known case before a run.")
+    probe_judge: bool = Field(
+        True, description="Probe the judge with a known case before a run; a failed probe stops it."
+    )
+    preflight: bool = Field(
+        True,
+        description="Load the parser, embedder and SUT and reach every LLM before a run starts.",
+    )
     min_question_chars: int = Field(26, ge=1, description="Questions must exceed 25 characters.")
     max_question_chars: int = Field(300, ge=1)
     max_context_chars: int = Field(20_000, ge=100, description="Longer contexts are truncated.")
@@ -119,6 +140,14 @@ class Settings(BaseSettings):
     concurrency: int = Field(4, ge=1, description="Concurrent LLM requests.")
     requests_per_second: float | None = Field(None, gt=0, description="LLM request rate cap.")
     llm_retries: int = Field(4, ge=0, description="Retries on 429/5xx/timeouts.")
+    breaker_failures: int = Field(
+        3,
+        ge=1,
+        description="Failed LLM calls in a row (after retries) to one endpoint that stop the run.",
+    )
+    breaker_window_s: float = Field(
+        300.0, gt=0, description="Failures older than this no longer count towards a stop."
+    )
     malformed_retries: int = Field(1, ge=0, description="Re-asks when structured output fails.")
     max_tokens: int | None = Field(None, gt=0, description="Spending cap in total tokens.")
     max_cost: float | None = Field(None, gt=0, description="Spending cap in currency units.")

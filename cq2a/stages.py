@@ -20,7 +20,7 @@ from cq2a.consistency import (
 from cq2a.generation import generate_questions, needs_question, new_slots, slots_per_answer
 from cq2a.llm.client import LLMCallFailed, Malformed
 from cq2a.llm.usage import Usage
-from cq2a.models import Answer, Candidate, Context, ParsedContext, TestCase, Verdict
+from cq2a.models import Answer, Candidate, Context, ParsedContext, Skip, TestCase, Verdict
 from cq2a.oracle import judge_verdicts
 from cq2a.prompts_loader import load_prompt, render_prompt
 from cq2a.relations import ProposedTriples, relation_answers
@@ -50,8 +50,11 @@ def sum_usage(usages: Sequence[Usage]) -> Usage:
 
 def extract_relations(
     services: Services, context: Context, parsed: ParsedContext, limit: int
-) -> tuple[list[Answer], Usage]:
-    """III-A2: triples proposed by the LLM, kept only when they pass the filters."""
+) -> tuple[list[Answer], Usage, list[Skip]]:
+    """III-A2: triples proposed by the LLM, kept only when they pass the filters.
+
+    A failed call is recorded as a skip with reason ``llm_error``, so the run counts it and
+    ``--retry-errors`` asks again."""
     user = render_prompt("relation_extraction.user", context=context.context, limit=limit)
     try:
         outputs, usage = services.llm.generator.structured(
@@ -59,15 +62,16 @@ def extract_relations(
         )
     except LLMCallFailed as error:
         emit("relations_failed", context_id=context.id, error=str(error))
-        return [], Usage()
+        skip = Skip(id=f"{context.id}:relations", reason="llm_error", detail=str(error))
+        return [], Usage(), [skip]
     proposed = outputs[0]
     if isinstance(proposed, Malformed):
         emit("relations_malformed", context_id=context.id, error=proposed.error)
-        return [], usage
+        return [], usage, []
     answers, dropped = relation_answers(proposed.triples, context.id, context.context, parsed)
     for triple, reason in dropped:
         emit("triple_dropped", context_id=context.id, triple=triple.model_dump(), reason=reason)
-    return answers[:limit], usage
+    return answers[:limit], usage, []
 
 
 def drop_long_sentences(parsed: ParsedContext, max_tokens: int) -> ParsedContext:
@@ -89,7 +93,7 @@ def drop_long_sentences(parsed: ParsedContext, max_tokens: int) -> ParsedContext
     )
 
 
-def extract_answers(services: Services, context: Context) -> tuple[list[Answer], Usage]:
+def extract_answers(services: Services, context: Context) -> tuple[list[Answer], Usage, list[Skip]]:
     """Entities from the parse (III-A1) and relations from the LLM (III-A2), capped per context.
 
     Relations take at most a third of the cap; entities fill the rest.
@@ -101,10 +105,11 @@ def extract_answers(services: Services, context: Context) -> tuple[list[Answer],
     cap = settings.answers_per_context
     relations: list[Answer] = []
     usage = Usage()
+    skips: list[Skip] = []
     if settings.relations:
-        relations, usage = extract_relations(services, context, parsed, max(1, cap // 3))
+        relations, usage, skips = extract_relations(services, context, parsed, max(1, cap // 3))
     entities = extract_entities(parsed, context, limit=cap - len(relations))
-    return entities + relations, usage
+    return entities + relations, usage, skips
 
 
 # ---- generate (III-B) ----

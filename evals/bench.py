@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from cq2a.inputs import read_contexts
 from cq2a.models import Context
 from cq2a.run import RunSummary, run_pipeline
+from cq2a.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 from cq2a.sut.base import SUTQuery
 from cq2a.testing.script import PipelineScript, marker
@@ -147,24 +148,12 @@ class ScriptedRun(BaseModel):
         return sum(r.prompt_tokens + r.completion_tokens for r in self.requests)
 
 
-def forget_services() -> None:
-    """Start the next run as a fresh process would.
-
-    ``run_pipeline`` closes the previous run's LLM cache (``forget_runtimes``), but
-    ``cq2a.services`` keeps the ``Services`` built for the same settings, whose clients still
-    hold that closed cache: a second run of the same settings in one process then fails.
-    """
-    from cq2a import services
-
-    services._SERVICES.clear()
-
-
 def scripted_run(
     server: ScriptedLLMServer, settings: Settings, run_dir: Path, limit: int
 ) -> ScriptedRun:
     """One ``run_pipeline`` over the first ``limit`` SQuAD contexts; the server's view of it."""
     server.reset()
-    forget_services()
+    release_services()
     started = time.time()
     summary = run_pipeline(SQUAD, run_dir, settings, limit=limit, force=True)
     wall = time.time() - started
@@ -371,6 +360,7 @@ def bench_tokens(
         "requests",
         Target(bound=0, at_least=False),
         first_run_requests=len(cq2a.requests),
+        first_run_choices=sum(r.choices for r in cq2a.requests),
         same_accepted=replay.summary.counts["accepted"] == ours["accepted"],
         cached_hits=replay.summary.usage.cached,
     )

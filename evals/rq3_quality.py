@@ -30,9 +30,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from cq2a.exports import answer_start
-from cq2a.llm.client import ChatClient, Malformed, get_llm_runtime
+from cq2a.llm.client import ChatClient, Malformed
 from cq2a.models import TestCase
 from cq2a.prompts_loader import load_prompt, render_prompt
+from cq2a.services import services_for
 from cq2a.settings import Settings
 from evals.runs import KINDS, emit, load_run, seeded_sample, table
 
@@ -197,7 +198,7 @@ def llm_evaluation(
 
 
 def judge_client(settings: Settings) -> ChatClient:
-    return get_llm_runtime(settings, run_key="rq3").judge
+    return services_for(settings, "rq3").llm.judge
 
 
 def evaluate(

@@ -11,6 +11,11 @@ from cq2a.oracle import ProbeResult
 Item = TypeVar("Item")
 
 
+def union(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Reducer: ids of finished contexts, each once, in first-seen order."""
+    return list(dict.fromkeys([*(left or []), *(right or [])]))
+
+
 def merge_by_id(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
     """Reducer: upsert records by ``id``, keeping first-seen order.
 
@@ -48,6 +53,7 @@ class RunState(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     verdicts: list[Verdict]
     judge_probe: ProbeResult | None
+    finished: Annotated[list[str], union]
 
 
 class ContextState(TypedDict, total=False):
@@ -59,3 +65,5 @@ class ContextState(TypedDict, total=False):
     skipped: Annotated[list[Skip], merge_by_id]
     usage: Annotated[Usage, add_usage]
     rounds: int
+    #: Set by the node that settles the context's last slot (or finds no answer in it).
+    finished: Annotated[list[str], union]

@@ -16,7 +16,8 @@ from cq2a.trace import emit
 def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     context = state["context"]
     checked = check_round(services(runtime), state.get("candidates", []))
-    for candidate in checked:
+    tried = [c for c in checked if c.attempts]  # a slot whose generation call failed has none
+    for candidate in tried:
         if candidate.current.rejected:
             emit(
                 "candidate_rejected",
@@ -30,6 +31,6 @@ def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
         "stage_finished",
         context_id=context.id,
         stage="check",
-        counts={"checked": len(checked), "passed": sum(not c.current.rejected for c in checked)},
+        counts={"checked": len(tried), "passed": sum(not c.current.rejected for c in tried)},
     )
     return {"candidates": checked}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from cq2a.generation import needs_question
 from cq2a.graph.state import ContextState
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
@@ -17,7 +17,9 @@ from cq2a.trace import emit
 
 def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     context = state["context"]
-    compared = compare_round(services(runtime), state.get("candidates", []))
+    started = time.perf_counter()
+    run = services(runtime)
+    compared = compare_round(run, state.get("candidates", []))
     for candidate in compared:
         accepted = candidate.status == "accepted"
         emit(
@@ -30,22 +32,36 @@ def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             reasons=[r.value for r in candidate.current.reasons],
             final=candidate.status != "pending",
         )
-    return {"candidates": compared}
-
-
-def route_after_compare(state: ContextState, runtime: Runtime[Settings]) -> str:
-    """Loop back to generate while some slot was rejected and still has attempts left."""
-    settings = runtime.context or Settings()
-    pending = [c for c in state.get("candidates", []) if needs_question(c, settings.max_attempts)]
-    if pending and state.get("rounds", 0) < settings.max_attempts:
-        return "generate"
+    emit(
+        "stage_finished",
+        context_id=context.id,
+        stage="compare",
+        counts={
+            "compared": len(compared),
+            "accepted": sum(c.status == "accepted" for c in compared),
+        },
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    candidates = {c.id: c for c in state.get("candidates", [])} | {c.id: c for c in compared}
+    settings = run.settings
+    # Every round settles each slot or spends one of its attempts; a slot whose LLM call
+    # failed spent none and gets the extra rounds to catch up.
+    rounds = settings.max_attempts + settings.error_rounds
+    if any(c.status == "pending" for c in candidates.values()) and state["rounds"] < rounds:
+        return {"candidates": compared}
+    settled = list(candidates.values())
     emit(
         "context_finished",
-        context_id=state["context"].id,
+        context_id=context.id,
         counts={
             "answers": len(state.get("answers", [])),
-            "accepted": sum(c.status == "accepted" for c in state.get("candidates", [])),
-            "rejected": sum(c.status != "accepted" for c in state.get("candidates", [])),
+            "accepted": sum(c.status == "accepted" for c in settled),
+            "rejected": sum(c.status == "rejected" for c in settled),
         },
     )
-    return END
+    return {"candidates": compared, "finished": [context.id]}
+
+
+def route_after_compare(state: ContextState) -> str:
+    """Loop back to generate until the compare node has settled the context."""
+    return END if state["context"].id in state.get("finished", []) else "generate"

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from cq2a.graph.state import RunState
 from cq2a.models import Context
 from cq2a.nodes._runtime import services
+from cq2a.services import release_services
 from cq2a.settings import Settings
 from cq2a.stages import evaluate_cases, run_sut, test_cases_of
 from cq2a.trace import emit
@@ -29,9 +30,11 @@ def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
         counts={
             "test_cases": len(cases),
             "judged": sum(v.stage == "judge" for v in verdicts),
+            "unjudged": sum(v.stage == "unjudged" for v in verdicts),
             "bugs": sum(v.bug for v in verdicts),
         },
         usage=usage.model_dump(),
         seconds=round(time.perf_counter() - started, 3),
     )
+    release_services(run.run_key)  # the run is over: its cache closes, its meter goes
     return {"verdicts": verdicts, "usage": usage}

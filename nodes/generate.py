@@ -27,7 +27,7 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
         context_id=context.id,
         stage="generate",
         round=round_number,
-        counts={"questions": sum(bool(c.current.question) for c in updated)},
+        counts={"questions": sum(bool(c.attempts and c.current.question) for c in updated)},
         usage=usage.model_dump(),
         seconds=round(time.perf_counter() - started, 3),
     )

@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,21 @@ def decoding_sut(items: list[Any]) -> list[str]:
     return answers
 
 
+def broken_sut(items: list[Any]) -> list[str]:
+    """A software under test that crashes on every call."""
+    raise RuntimeError("SUT crashed")
+
+
+#: While set, ``flaky_sut`` crashes: a SUT that is down for part of a run.
+SUT_BROKEN = threading.Event()
+
+
+def flaky_sut(items: list[Any]) -> list[str]:
+    if SUT_BROKEN.is_set():
+        raise RuntimeError("SUT crashed")
+    return decoding_sut(items)
+
+
 def script() -> PipelineScript:
     return PipelineScript(questions=questions, votes=votes, judge=judge)
 
@@ -102,16 +118,20 @@ def script() -> PipelineScript:
 def settings_for(base_url: str, **overrides: Any) -> Settings:
     spec: dict[str, Any] = {"backend": "compatible", "base_url": base_url, "model": "scripted"}
     spec |= overrides.pop("spec", {})
+    sut = overrides.pop(
+        "sut", {"kind": "callable", "model": "tests.reliability_worker:decoding_sut"}
+    )
     values: dict[str, Any] = {
         "generator": LLMSpec(**spec),
         "reasker": LLMSpec(**spec),
         "judge": LLMSpec(**(spec | {"temperature": 0.0})),
-        "sut": SUTSpec(kind="callable", model="tests.reliability_worker:decoding_sut"),
+        "sut": SUTSpec(**sut),
         "relations": False,
         "answers_per_context": 1,
         "questions_per_entity": 2,
         "cache_path": "off",
         "probe_judge": False,
+        "preflight": False,
         "llm_retries": 1,
         "concurrency": 2,
     }

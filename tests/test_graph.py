@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cq2a.graph import build_graph
-from cq2a.llm.client import forget_runtimes
 from cq2a.models import Context, RejectReason
+from cq2a.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 from cq2a.testing.script import PipelineScript
 
@@ -33,9 +33,9 @@ def recording_sut(items):
 def fresh_state():
     SUT_CALLS.clear()
     SUT_ANSWERS.clear()
-    forget_runtimes()
+    release_services()
     yield
-    forget_runtimes()
+    release_services()
 
 
 def settings_for(server, **overrides) -> Settings:
@@ -50,6 +50,7 @@ def settings_for(server, **overrides) -> Settings:
         "questions_per_entity": 2,
         "cache_path": "off",
         "probe_judge": False,
+        "preflight": False,
         "llm_retries": 1,
         "concurrency": 2,
     }
@@ -241,7 +242,7 @@ def test_trace_events_stream_per_context_in_stage_order(scripted_llm):
         TraceEvent.model_validate(event)
     mine = [e for e in events if e.get("context_id") == CONTEXT.id]
     stages = [e["stage"] for e in mine if e["event"] == "stage_finished"]
-    assert stages == ["extract", "generate", "check", "reask"]
+    assert stages == ["extract", "generate", "check", "reask", "compare"]
     assert mine[-1]["event"] == "context_finished"
     accepted = [e for e in mine if e["event"] == "candidate_accepted"]
     assert accepted and accepted[0]["final"] and accepted[0]["similarity"] >= 0.99

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from cq2a import outputs as out
-from cq2a.llm.client import forget_runtimes
 from cq2a.run import RunDirError, run_pipeline
+from cq2a.services import release_services
+from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
 from tests import reliability_worker as worker
 
@@ -27,9 +28,9 @@ RESULT_FILES = (out.TEST_CASES, out.REJECTED, out.BUGS)
 
 @pytest.fixture(autouse=True)
 def fresh_runtimes():
-    forget_runtimes()
+    release_services()
     yield
-    forget_runtimes()
+    release_services()
 
 
 def scripted_run(
@@ -91,12 +92,17 @@ def test_fault_injection_run_finishes_and_accounts_for_everything(tmp_path):
         assert candidate["status"] == "rejected"
         assert any(a["reasons"] for a in candidate["attempts"]), candidate["id"]
     verdicts = out.read_jsonl(run_dir / out.VERDICTS)
-    assert len(verdicts) == record["counts"]["accepted"]
-    for verdict in verdicts:  # a judge that failed leaves its reason, and no bug is claimed
-        if verdict["stage"] == "judge" and verdict["judge_score"] is None:
-            assert verdict["judge_explanation"] and not verdict["bug"]
-    assert record["counts"]["candidates"] == 2 * len(contexts)
-    assert record["counts"]["accepted"] + record["counts"]["rejected"] == 2 * len(contexts)
+    assert len(verdicts) == len(lines(run_dir / out.TEST_CASES))
+    # "finished" means every fault was retried away: no verdict is left unjudged
+    assert {v["stage"] for v in verdicts} <= {"similarity", "judge"}
+    assert record["counts"]["candidates"] == 2 * len(contexts)  # 1 answer x 2 slots each
+    assert record["counts"]["contexts_finished"] == len(contexts)
+    # each slot of candidates.jsonl ends in exactly one of the result files
+    every = [c["id"] for c in out.read_jsonl(run_dir / out.CANDIDATES)]
+    settled = [c["id"] for c in out.read_jsonl(run_dir / out.TEST_CASES)]
+    settled += [c["id"] for c in out.read_jsonl(run_dir / out.REJECTED)]
+    assert sorted(settled) == sorted(every) and len(every) == 2 * len(contexts)
+    assert lines(run_dir / out.PENDING) == []
     assert_counts_match_files(run_dir, record)
 
 
@@ -191,20 +197,231 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
 # ---- cache ----
 
 
-def test_resume_from_shared_cache_makes_no_requests(tmp_path):
+def test_replay_from_shared_cache_makes_no_requests_on_another_port(tmp_path):
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(3))
     cache = str(tmp_path / "shared_cache.sqlite")
-    with ScriptedLLMServer() as server:
+    # The first server drops n (one choice per request), the second honours it, and the runs
+    # use different thread counts: the cache keys depend on none of that, nor on the port.
+    with ScriptedLLMServer(honour_n=False) as server:
         first = scripted_run(server, input_path, tmp_path / "first", cache_path=cache)
         first_requests = len(server.requests)
-        server.reset()
-        forget_runtimes()
-        second = scripted_run(server, input_path, tmp_path / "second", cache_path=cache)
-        assert server.requests == []
+    release_services()
+    with ScriptedLLMServer() as other:
+        second = scripted_run(
+            other, input_path, tmp_path / "second", cache_path=cache, concurrency=4
+        )
+        assert other.requests == []
     assert first_requests > 0 and first["counts"]["accepted"] > 0
     assert second["status"] == "finished"
     assert second["usage"]["requests"] == 0 and second["usage"]["cached"] >= first_requests
     assert lines(tmp_path / "second" / out.TEST_CASES) == lines(tmp_path / "first" / out.TEST_CASES)
+
+
+# ---- outages, failures and what they keep ----
+
+
+def test_outage_mid_run_stops_the_run_and_resume_matches_an_uninterrupted_run(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(4))
+    with ScriptedLLMServer() as server:
+        reference = scripted_run(server, input_path, tmp_path / "reference")
+
+    with ScriptedLLMServer() as failing:
+        reasks = Counter[str]()
+
+        def votes_then_outage(question: str) -> list[str]:
+            reasks["n"] += 1
+            if reasks["n"] == 3:  # the endpoint goes down after the third re-ask
+                failing.fail_next("500", times=10_000)
+            return worker.votes(question)
+
+        script = worker.script()
+        script.votes = votes_then_outage
+        script.install(failing.rules)
+        settings = worker.settings_for(failing.base_url, breaker_failures=2)
+        stopped = run_pipeline(input_path, tmp_path / "run", settings)
+        answered = sum(r.status == 200 for r in failing.requests)
+        failing_url = failing.base_url
+    record = out.read_json(tmp_path / "run" / out.RUN)
+    assert stopped.status == record["status"] == "stopped"
+    assert f"LLM at {failing_url} unavailable" in record["message"]
+    assert "--resume" in record["message"]
+    for name in (out.TEST_CASES, out.REJECTED, out.PENDING, out.CANDIDATES, out.TRACE):
+        assert (tmp_path / "run" / name).exists(), name
+    assert 0 < answered < reference["usage"]["requests"]
+    assert record["counts"]["contexts_finished"] < 4
+
+    release_services()
+    with ScriptedLLMServer() as back:  # back up, on another port
+        worker.script().install(back.rules)
+        resumed = run_pipeline(
+            input_path, tmp_path / "run", worker.settings_for(back.base_url), resume=True
+        )
+        resent = len(back.requests)
+    assert resumed.status == "finished", resumed.message
+    assert result_sets(tmp_path / "run") == result_sets(tmp_path / "reference")
+    assert out.read_json(tmp_path / "run" / out.RUN)["counts"] == reference["counts"]
+    assert resent < reference["usage"]["requests"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "cq2a.cli", *args, "--no-progress"]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_dead_llm_exits_3_with_run_json_and_resume_completes_the_run(tmp_path):
+    from cq2a.llm.local_server import free_port
+
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
+    common = ["--model", "scripted", "--backend", "compatible"]
+    common += ["--sut", "callable:tests.reliability_worker:decoding_sut"]
+    common += ["--answers-per-context", "1", "--questions-per-entity", "2", "--no-relations"]
+    dead_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    dead = cli(
+        "run", str(input_path), "--out", str(tmp_path / "run"), "--base-url", dead_url, *common
+    )
+    assert dead.returncode == 3, dead.stderr
+    record = out.read_json(tmp_path / "run" / out.RUN)
+    assert record["status"] == "stopped"
+    assert dead_url in record["message"] and "--resume" in record["message"]
+    assert "--resume" in dead.stderr and "stopped" in dead.stdout
+    assert record["usage"]["requests"] == 0
+    for name in (out.TEST_CASES, out.REJECTED, out.BUGS, out.VERDICTS, out.TRACE):
+        assert (tmp_path / "run" / name).exists(), name
+
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        live = ["--base-url", server.base_url, *common, "--no-judge-probe"]
+        resumed = cli("run", str(input_path), "--out", str(tmp_path / "run"), "--resume", *live)
+        fresh = cli("run", str(input_path), "--out", str(tmp_path / "fresh"), *live)
+    assert resumed.returncode == 0, resumed.stderr
+    assert fresh.returncode == 0, fresh.stderr
+    assert out.read_json(tmp_path / "run" / out.RUN)["status"] == "finished"
+    assert result_sets(tmp_path / "run") == result_sets(tmp_path / "fresh")
+    assert lines(tmp_path / "run" / out.TEST_CASES)
+
+
+def test_failed_judge_probe_stops_the_run_before_generation(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
+    with ScriptedLLMServer() as server:
+        # worker.judge scores 'Iceland' against 'Normandy' 95: a judge that cannot be trusted
+        record = scripted_run(server, input_path, tmp_path / "run", probe_judge=True)
+        prompts = [json.dumps(r.body) for r in server.requests]
+    assert record["status"] == "stopped"
+    assert "judge probe failed" in record["message"] and "--no-judge-probe" in record["message"]
+    assert record["judge_probe"] is None or not record["judge_probe"]["passed"]
+    assert len(prompts) == 2 and not any("Target answer" in p for p in prompts)
+    assert lines(tmp_path / "run" / out.CANDIDATES) == []
+
+
+def test_preflight_stops_on_a_broken_sut_before_any_llm_call(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    with ScriptedLLMServer() as server:
+        record = scripted_run(
+            server,
+            input_path,
+            tmp_path / "run",
+            preflight=True,
+            sut={"kind": "callable", "model": "tests.reliability_worker:broken_sut"},
+        )
+        chat_requests = len(server.requests)
+    assert record["status"] == "stopped"
+    assert record["message"].startswith("software under test callable:")
+    assert "SUT crashed" in record["message"] and "--sut" in record["message"]
+    assert chat_requests == 0
+
+
+def test_an_exception_in_the_run_keeps_the_work_and_resume_finishes_it(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(3))
+    flaky = {"kind": "callable", "model": "tests.reliability_worker:flaky_sut"}
+    with ScriptedLLMServer() as server:
+        reference = scripted_run(server, input_path, tmp_path / "reference", sut=flaky)
+        worker.SUT_BROKEN.set()
+        try:
+            failed = scripted_run(server, input_path, tmp_path / "run", sut=flaky)
+        finally:
+            worker.SUT_BROKEN.clear()
+        saved = result_sets(tmp_path / "run") | {"verdicts": lines(tmp_path / "run" / out.VERDICTS)}
+        release_services()
+        summary = run_pipeline(
+            input_path,
+            tmp_path / "run",
+            worker.settings_for(server.base_url, sut=flaky),
+            resume=True,
+        )
+    assert failed["status"] == "failed"
+    assert "SUT crashed" in failed["message"] and "--resume" in failed["message"]
+    assert "flaky_sut" in failed["error"]["traceback"]
+    # the generated tests were written although the SUT never answered
+    assert saved[out.TEST_CASES] == result_sets(tmp_path / "reference")[out.TEST_CASES]
+    assert failed["counts"]["accepted"] == reference["counts"]["accepted"] > 0
+    assert saved["verdicts"] == []
+    assert summary.status == "finished"
+    assert result_sets(tmp_path / "run") == result_sets(tmp_path / "reference")
+
+
+def test_unjudged_verdicts_are_counted_apart_and_retry_errors_judges_them(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(3))
+    with ScriptedLLMServer() as server:
+        server.rules.on(marker("judge.system"), "this is not json")
+        first = scripted_run(server, input_path, tmp_path / "run", cache_path=None)
+    verdicts = out.read_jsonl(tmp_path / "run" / out.VERDICTS)
+    unjudged = [v for v in verdicts if v["stage"] == "unjudged"]
+    assert first["status"] == "incomplete" and "--retry-errors" in first["message"]
+    assert unjudged and first["counts"]["unjudged"] == len(unjudged)
+    assert all("malformed" in v["judge_explanation"] and not v["bug"] for v in unjudged)
+    assert first["counts"]["judged"] == 0 and first["counts"]["bugs"] == 0
+
+    release_services()
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        settings = worker.settings_for(server.base_url, cache_path=None)
+        summary = run_pipeline(input_path, tmp_path / "run", settings, retry_errors=True)
+        kinds = {
+            ("judge" if "gold_answer" in json.dumps(r.body) else "other") for r in server.requests
+        }
+    record = out.read_json(tmp_path / "run" / out.RUN)
+    assert summary.status == "finished", summary.message
+    assert kinds == {"judge"}  # everything else replayed from the run's cache
+    assert record["counts"]["unjudged"] == 0 and record["counts"]["judged"] == len(unjudged)
+    assert record["counts"]["bugs"] > 0
+
+
+def test_spending_cap_holds_across_a_resume(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(6))
+    with ScriptedLLMServer() as server:
+        first = scripted_run(server, input_path, tmp_path / "run", max_tokens=400)
+        server.reset()
+        release_services()
+        again = run_pipeline(
+            input_path,
+            tmp_path / "run",
+            worker.settings_for(server.base_url, max_tokens=400),
+            resume=True,
+        )
+        resumed_requests = len(server.requests)
+    assert first["status"] == again.status == "stopped"
+    assert "token cap reached" in again.message
+    assert resumed_requests == 0  # what the first part spent counts against the same cap
+
+
+def test_context_over_the_model_window_is_skipped_with_its_reason(tmp_path):
+    long_context = worker.contexts(1)[0].model_copy(
+        update={"id": "long", "context": " ".join([worker.TEXTS[0]] * 12)}
+    )
+    input_path = worker.write_input(tmp_path / "in.jsonl", [*worker.contexts(1), long_context])
+    with ScriptedLLMServer() as server:
+        window = 1800  # tokens; the long context needs about 1600 + 1300
+        record = scripted_run(server, input_path, tmp_path / "run", spec={"context_window": window})
+        prompts = [json.dumps(r.body) for r in server.requests]
+    skipped = {s["id"]: s for s in out.read_jsonl(tmp_path / "run" / out.SKIPPED)}
+    assert skipped["long"]["reason"] == "context_too_long"
+    assert "window of 1800" in skipped["long"]["detail"]
+    assert record["status"] == "finished"
+    assert record["counts"]["contexts_finished"] == 2
+    assert not any("Normans later conquered England in 1066. Rollo" in p for p in prompts)
+    events = [json.loads(line) for line in lines(tmp_path / "run" / out.TRACE)]
+    assert any(e["event"] == "context_finished" and e["context_id"] == "long" for e in events)
 
 
 # ---- malformed output ----
@@ -253,9 +470,13 @@ def test_bad_input_secret_not_leaked_into_run_dir(tmp_path):
             cache_path=None,
             llm_retries=0,
             concurrency=1,
+            breaker_failures=50,  # this test wants failed calls recorded, not a stop
         )
-    assert record["status"] == "finished"
-    assert record["counts"]["rejection_reasons"].get("llm_error", 0) > 0
+    # Calls that failed for good leave their slots unsettled: the run says so, not "finished".
+    assert record["status"] == "incomplete", record["message"]
+    assert record["counts"]["llm_errors"] > 0 and "--retry-errors" in record["message"]
+    pending = out.read_jsonl(tmp_path / "run" / out.PENDING)
+    assert pending and all(c["error"] for c in pending)
     files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert {out.RUN, out.TRACE, out.LLM_CACHE, out.CHECKPOINTS} <= {p.name for p in files}
     for path in files:

@@ -12,8 +12,8 @@ import pytest
 from cq2a import outputs as out
 from cq2a.embeddings import Embedder
 from cq2a.exports import BugRecord
-from cq2a.llm.client import forget_runtimes
 from cq2a.models import Answer, AnswerKind, Attempt, Candidate, RejectReason, TestCase, Verdict
+from cq2a.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.script import marker
 from evals import rq1_bugs, rq2_filtering, rq3_quality, rq4_repair
@@ -222,11 +222,11 @@ def test_rq3_llm_parts_against_the_scripted_server(run_dir: Path, scripted_llm):
     scripted_llm.rules.on(marker("coverage.system"), SEGMENTS)
     spec = LLMSpec(backend="compatible", base_url=scripted_llm.base_url, model="scripted")
     settings = Settings(judge=spec, cache_path="off", llm_retries=0)
-    forget_runtimes()
+    release_services()
     try:
         result = rq3_quality.evaluate(run_dir, settings)
     finally:
-        forget_runtimes()
+        release_services()
     every = result["naturalness"]["all"]
     assert every["n"] == 3
     assert (every["natural_phrasing"], every["topical_clarity"]) == (4, 5)

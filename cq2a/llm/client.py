@@ -10,6 +10,9 @@ llama.cpp server). On top of it this module adds what a long, paid run needs:
 * retries: the OpenAI SDK retries 429 (honouring ``Retry-After``), 5xx and timeouts; this layer
   also retries malformed bodies and empty choices, and re-asks when structured output fails to
   parse, then reports ``Malformed`` instead of raising;
+* a circuit breaker per endpoint (``cq2a.llm.breaker``): one failed call is ``LLMCallFailed``
+  (the slot keeps the error and waits for the next round), a run of them is
+  ``LLMUnavailable``, which stops the run;
 * token accounting and the spending cap (``cq2a.llm.usage``).
 """
 
@@ -19,6 +22,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
@@ -27,6 +31,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from pydantic import BaseModel, ValidationError
 
+from cq2a.llm.breaker import LLMUnavailable, breaker_for
 from cq2a.llm.cache import LLMCache, cache_key
 from cq2a.llm.usage import BudgetExceeded, SpendingMeter, Usage
 from cq2a.settings import LLMSpec, Settings
@@ -36,18 +41,13 @@ T = TypeVar("T", bound=BaseModel)
 
 @cache
 def fatal_errors() -> tuple[type[Exception], ...]:
-    """Errors that will not go away by asking again.
+    """Errors that fail every call alike (a wrong key, an unknown model): the run must stop.
 
     ``openai`` is imported on first use, not with this module: it alone takes about half a
     second, and importing cq2a or building the graph needs no client."""
     import openai
 
-    return (
-        openai.AuthenticationError,
-        openai.PermissionDeniedError,
-        openai.NotFoundError,
-        openai.BadRequestError,
-    )
+    return (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
 @cache
@@ -177,9 +177,16 @@ class ChatClient:
 
     # ---- public calls ----
 
+    def list_models(self) -> list[str]:
+        """The models the endpoint lists: a reachability check that spends no tokens."""
+        client = self.model.root_client.with_options(max_retries=1, timeout=15.0)
+        return [model.id for model in client.models.list()]
+
     def text(self, system: str, user: str, *, n: int = 1, seed_offset: int = 0) -> Completion:
         """``n`` plain-text completions of one prompt."""
-        return self._complete(system, user, n=n, seed_offset=seed_offset, response_format=None)
+        return self._complete(
+            system, user, n=n, seed_offset=seed_offset, response_format=None, cacheable=None
+        )
 
     def structured(
         self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
@@ -198,6 +205,8 @@ class ChatClient:
                 n=wanted,
                 seed_offset=seed_offset + 1000 * retry,
                 response_format=response_format,
+                # an output that does not parse is not a result: asked again next time
+                cacheable=lambda text: not isinstance(parse_structured(text, schema), Malformed),
             )
             usage = usage + completion.usage
             parsed = [parse_structured(text, schema) for text in completion.texts]
@@ -214,27 +223,68 @@ class ChatClient:
         n: int,
         seed_offset: int,
         response_format: dict[str, Any] | None,
+        cacheable: Callable[[str], bool] | None,
     ) -> Completion:
+        """``n`` choices, choice ``i`` sampled with seed ``seed + i``.
+
+        Each choice is cached under its own key (prompt, parameters, its seed), whether it came
+        from one ``n``-choice request or from a request of its own: a replay finds the same
+        entries however the first run learnt that the server honours ``n``, and in whatever
+        order its threads ran.
+        """
         messages = [SystemMessage(system), HumanMessage(user)]
         seed = self.settings.seed + seed_offset
-        completion = Completion(texts=[])
-        if n > 1 and self._supports_n() is not False:
-            first = self._request(messages, n=n, seed=seed, response_format=response_format)
-            completion = self._merge(completion, first)
-            self._learn_n_support(n, len(first.texts))
-        # Fill up with one request per missing choice, each with its own seed.
-        index = len(completion.texts)
-        while len(completion.texts) < n:
-            single = self._request(
-                messages, n=1, seed=seed + index, response_format=response_format
+        requests = [self._choice_request(messages, seed + i, response_format) for i in range(n)]
+        keys = [cache_key(request) for request in requests]
+        texts: dict[int, str] = {}
+        usage = Usage()
+        if self.cache is not None:
+            for index, key in enumerate(keys):
+                if (hit := self.cache.get(key)) is not None and hit:
+                    texts[index] = hit[0]
+                    usage = usage + Usage(cached=1)
+        missing = [i for i in range(n) if i not in texts]
+        if len(missing) > 1 and self._supports_n() is not False:
+            first = self._send_with_retries(
+                messages, self._params(len(missing), seed + missing[0], response_format)
             )
-            completion = self._merge(completion, single)
-            index += 1
-        return completion
+            self._learn_n_support(len(missing), len(first.texts))
+            for index, text in zip(missing, first.texts, strict=False):
+                texts[index] = text
+                if cacheable is None or cacheable(text):
+                    self._store(keys[index], requests[index], text)
+            usage = usage + first.usage
+            missing = [i for i in range(n) if i not in texts]
+        for index in missing:
+            single = self._send_with_retries(
+                messages, self._params(1, seed + index, response_format)
+            )
+            texts[index] = single.texts[0]
+            if cacheable is None or cacheable(single.texts[0]):
+                self._store(keys[index], requests[index], single.texts[0])
+            usage = usage + single.usage
+        return Completion(texts=[texts[i] for i in range(n)], usage=usage)
+
+    def _choice_request(
+        self, messages: list[Any], seed: int, response_format: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """What identifies one choice in the cache: no ``n``, no server address."""
+        return {
+            "model": self.spec.cache_identity(),
+            "messages": [(m.type, m.content) for m in messages],
+            "params": self._params(1, seed, response_format),
+        }
 
     @staticmethod
-    def _merge(total: Completion, part: Completion) -> Completion:
-        return Completion(texts=total.texts + part.texts, usage=total.usage + part.usage)
+    def _params(n: int, seed: int, response_format: dict[str, Any] | None) -> dict[str, Any]:
+        params: dict[str, Any] = {"n": n, "seed": seed}
+        if response_format is not None:
+            params["response_format"] = response_format
+        return params
+
+    def _store(self, key: str, request: dict[str, Any], text: str) -> None:
+        if self.cache is not None:
+            self.cache.put(key, request, [text])
 
     def _supports_n(self) -> bool | None:
         if self.spec.supports_n is not None:
@@ -244,45 +294,30 @@ class ChatClient:
     def _learn_n_support(self, asked: int, got: int) -> None:
         _N_SUPPORT[(self.base_url, self.spec.model)] = got >= asked
 
-    def _request(
-        self,
-        messages: list[Any],
-        *,
-        n: int,
-        seed: int,
-        response_format: dict[str, Any] | None,
-    ) -> Completion:
-        params: dict[str, Any] = {"n": n, "seed": seed}
-        if response_format is not None:
-            params["response_format"] = response_format
-        request = {
-            "model": self.spec.cache_identity(),
-            "messages": [(m.type, m.content) for m in messages],
-            "params": params,
-        }
-        key = cache_key(request)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            return Completion(texts=hit, usage=Usage(cached=1))
-        completion = self._send_with_retries(messages, params)
-        if self.cache is not None:
-            self.cache.put(key, request, completion.texts)
-        return completion
-
     def _send_with_retries(self, messages: list[Any], params: dict[str, Any]) -> Completion:
         attempts = self.settings.llm_retries + 1
+        where = self.base_url or "api.openai.com"
+        breaker = breaker_for(where, self.settings.breaker_failures, self.settings.breaker_window_s)
         last_error: Exception | None = None
         for attempt in range(attempts):
+            breaker.check()
             if self.meter is not None:
                 self.meter.check()
             try:
                 with self.semaphore:
                     completion = self._send(messages, params)
             except fatal_errors() as error:
-                raise LLMCallFailed(f"{self.spec.model}: {error}") from error
+                # A wrong key or model name fails every call alike: stop the run at once.
+                raise LLMUnavailable(
+                    f"{self.spec.model} at {where}: {error}. Check the model name and the API key "
+                    "(cq2a doctor)."
+                ) from error
             except sdk_retried_errors() as error:
-                # The SDK has already retried these llm_retries times with backoff.
+                # The SDK has already retried these llm_retries times with backoff (a 400, e.g.
+                # a prompt over the model's window, is not retried and fails this call only).
+                breaker.record_failure(f"{type(error).__name__}: {error}")
                 raise LLMCallFailed(
-                    f"{self.spec.model} at {self.base_url or 'api.openai.com'}: {error}. "
+                    f"{self.spec.model} at {where}: {error}. "
                     "Check that the server is up (cq2a doctor) or lower --concurrency."
                 ) from error
             except BudgetExceeded:
@@ -294,9 +329,10 @@ class ChatClient:
             if self.meter is not None:
                 self.meter.record(completion.usage)
             if completion.texts:
+                breaker.record_success()
                 return completion
             last_error = ValueError("the server returned no choices")
-        where = self.base_url or "api.openai.com"
+        breaker.record_failure(f"{type(last_error).__name__}: {last_error}")
         raise LLMCallFailed(
             f"{self.spec.model} at {where} failed {attempts} times: {last_error}. "
             "Check that the server is up (cq2a doctor) or lower --concurrency."
@@ -337,20 +373,12 @@ class LLMRuntime:
     cache: LLMCache | None
 
 
-_RUNTIMES: dict[tuple[str, str], LLMRuntime] = {}
-_RUNTIMES_LOCK = threading.Lock()
+def build_llm_runtime(settings: Settings, run_key: str = "default") -> LLMRuntime:
+    """The three roles' clients of one run (``cq2a.services`` keeps one per run).
 
-
-def get_llm_runtime(settings: Settings, run_key: str = "default") -> LLMRuntime:
-    """The clients for a run, built once per (settings, run) in this process."""
-    key = (settings.model_dump_json(), run_key)
-    with _RUNTIMES_LOCK:
-        if key not in _RUNTIMES:
-            _RUNTIMES[key] = _build_runtime(settings, run_key)
-        return _RUNTIMES[key]
-
-
-def _build_runtime(settings: Settings, run_key: str) -> LLMRuntime:
+    Our own SQLite cache rather than LangChain's ``SQLiteCache``: a replay must find each
+    choice of an ``n``-choice request under its own seed, count its hits, and work whether or
+    not the server honours ``n``; LangChain caches whole generations by prompt only."""
     cache_path = settings.cache_path
     llm_cache = LLMCache(cache_path) if cache_path and cache_path != "off" else None
     meter = SpendingMeter(
@@ -379,11 +407,6 @@ def _build_runtime(settings: Settings, run_key: str) -> LLMRuntime:
     )
 
 
-def forget_runtimes() -> None:
-    """Drop cached clients (tests, or a new run in a long-lived process)."""
-    with _RUNTIMES_LOCK:
-        for runtime in _RUNTIMES.values():
-            if runtime.cache is not None:
-                runtime.cache.close()
-        _RUNTIMES.clear()
-        _N_SUPPORT.clear()
+def forget_n_support() -> None:
+    """Forget which servers honour ``n`` (tests, or a server restarted with other options)."""
+    _N_SUPPORT.clear()

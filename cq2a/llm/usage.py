@@ -15,6 +15,7 @@ class Usage(BaseModel):
     """LLM traffic of one call, one context or one run."""
 
     requests: int = 0
+    #: Choices served from the replay cache (an ``n=5`` vote replayed counts 5).
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
