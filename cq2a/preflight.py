@@ -30,7 +30,8 @@ def _check(component: str, fix: str, step: Callable[[], Any]) -> None:
     try:
         step()
     except Exception as error:
-        raise PreflightFailed(f"{component} unavailable: {error}. {fix}") from error
+        cause = str(error).strip().rstrip(".") or type(error).__name__
+        raise PreflightFailed(f"{component} unavailable: {cause}. {fix}") from error
 
 
 def check_parser(services: Services) -> None:
@@ -51,14 +52,13 @@ def check_embedder(services: Services) -> None:
 
 
 def check_sut(services: Services) -> None:
-    from cq2a.sut.base import SUTQuery
+    from cq2a.sut.base import SUTQuery, answer_within
 
     spec = services.settings.sut
 
     def ask() -> None:
-        answers = services.sut.answer(
-            [SUTQuery(question=PREFLIGHT_QUESTION, context=PREFLIGHT_CONTEXT)]
-        )
+        query = SUTQuery(question=PREFLIGHT_QUESTION, context=PREFLIGHT_CONTEXT)
+        answers = answer_within(services.sut, [query], spec)
         if len(answers) != 1:
             raise ValueError(f"{len(answers)} answers for 1 question")
 
@@ -71,6 +71,14 @@ def check_sut(services: Services) -> None:
 
 def check_llm_endpoints(services: Services) -> None:
     """Every distinct endpoint of the three roles lists its models (a GET, no tokens spent)."""
+    settings = services.settings
+    models = ", ".join(dict.fromkeys(s.model for s in (settings.generator, settings.judge)))
+    _check(
+        f"LLM {models}",
+        "Check the model name (a catalog name or a .gguf path for backend=local; "
+        "`cq2a doctor` lists them) and the backend.",
+        lambda: services.llm,
+    )
     runtime = services.llm
     seen: set[str | None] = set()
     for role, client in (

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from cq2a import outputs as out
 from cq2a.graph.state import merge_by_id, union
-from cq2a.inputs import read_contexts
+from cq2a.inputs import InputError, read_contexts
 from cq2a.llm.breaker import LLMUnavailable
 from cq2a.llm.usage import BudgetExceeded, Usage
 from cq2a.models import Answer, Candidate, Context, Skip, Verdict
@@ -83,7 +83,7 @@ RUNTIME_SETTINGS = (
     "model_dir",
 )
 RUNTIME_LLM_FIELDS = ("base_url", "timeout_s", "supports_n")
-RUNTIME_SUT_FIELDS = ("base_url", "batch_size", "device")
+RUNTIME_SUT_FIELDS = ("base_url", "batch_size", "device", "timeout_s")
 
 
 def fingerprint(contexts: list[Context], settings: Settings) -> str:
@@ -113,7 +113,15 @@ def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) ->
             )
     if resume and not (run_dir / out.CHECKPOINTS).exists():
         raise RunDirError(f"nothing to resume in {run_dir}: no {out.CHECKPOINTS}")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / ".write-test").touch()
+        (run_dir / ".write-test").unlink()
+    except OSError as error:
+        raise RunDirError(
+            f"cannot write the run directory {run_dir}: {error.strerror or error}; "
+            "choose another --out"
+        ) from error
     if not resume:
         for name in (out.CHECKPOINTS, out.TRACE):
             (run_dir / name).unlink(missing_ok=True)
@@ -195,6 +203,10 @@ def run_pipeline(
     contexts, skipped = read_contexts(input_path, settings.max_context_chars)
     if limit is not None:
         contexts = contexts[:limit]
+    if not contexts:
+        reasons = Counter(s.reason for s in skipped)
+        detail = f": {len(skipped)} lines skipped ({dict(reasons)})" if skipped else ""
+        raise InputError(f"no usable context in {input_path}{detail}")
     if settings.cache_path is None:
         settings = settings.model_copy(update={"cache_path": str(run_dir / out.LLM_CACHE)})
     run_id = fingerprint(contexts, settings)
@@ -358,6 +370,7 @@ def unsettled(counts: dict[str, Any]) -> int:
 def with_next_step(outcome: Outcome, input_path: str | Path, run_dir: Path) -> str:
     """The outcome's message with the command that carries on from it."""
     command = f"cq2a run {input_path} --out {run_dir}"
+    outcome.message = outcome.message.rstrip(".")
     if outcome.status == "stopped":
         return (
             f"{outcome.message}. Everything finished so far is saved; once the cause is fixed, "

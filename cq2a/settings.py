@@ -75,6 +75,9 @@ class SUTSpec(BaseModel):
     batch_size: int = Field(16, gt=0)
     max_new_tokens: int = Field(32, gt=0)
     device: str | None = Field(None, description="torch device; None picks cuda when present.")
+    timeout_s: float = Field(
+        900.0, gt=0, description="Seconds per batch of questions before the SUT counts as hung."
+    )
 
 
 class Settings(BaseSettings):

@@ -239,12 +239,12 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
 
 def run_sut(services: Services, cases: list[TestCase]) -> list[str]:
     """The software under test answers every accepted question, in batches (III-D)."""
-    from cq2a.sut.base import SUTQuery
+    from cq2a.sut.base import SUTQuery, answer_within
 
     if not cases:
         return []
     queries = [SUTQuery(question=case.question, context=case.context) for case in cases]
-    return services.sut.answer(queries)
+    return answer_within(services.sut, queries, services.settings.sut)
 
 
 def evaluate_cases(

@@ -20,7 +20,7 @@ from cq2a.run import RunDirError, run_pipeline
 from cq2a.services import release_services
 from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
-from tests import reliability_worker as worker
+from evals import reliability_worker as worker
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILES = (out.TEST_CASES, out.REJECTED, out.BUGS)
@@ -124,7 +124,7 @@ def test_resume_after_budget_stop_with_a_raised_cap_completes_the_run(tmp_path):
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(4))
     with ScriptedLLMServer() as server:
         reference = scripted_run(server, input_path, tmp_path / "reference")
-        stopped = scripted_run(server, input_path, tmp_path / "run", max_tokens=400)
+        stopped = scripted_run(server, input_path, tmp_path / "run", max_tokens=2000)
         server.reset()
         summary = run_pipeline(
             input_path, tmp_path / "run", worker.settings_for(server.base_url), resume=True
@@ -149,7 +149,7 @@ def test_resume_with_other_settings_is_refused_with_advice(tmp_path):
 
 
 def run_worker(input_path: Path, run_dir: Path, stats: Path, *extra: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "tests.reliability_worker", str(input_path), str(run_dir)]
+    command = [sys.executable, "-m", "evals.reliability_worker", str(input_path), str(run_dir)]
     env = os.environ | {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([*command, str(stats), *extra], cwd=ROOT, env=env)
 
@@ -274,7 +274,7 @@ def test_dead_llm_exits_3_with_run_json_and_resume_completes_the_run(tmp_path):
 
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
     common = ["--model", "scripted", "--backend", "compatible"]
-    common += ["--sut", "callable:tests.reliability_worker:decoding_sut"]
+    common += ["--sut", "callable:evals.reliability_worker:decoding_sut"]
     common += ["--answers-per-context", "1", "--questions-per-entity", "2", "--no-relations"]
     dead_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     dead = cli(
@@ -322,7 +322,7 @@ def test_preflight_stops_on_a_broken_sut_before_any_llm_call(tmp_path):
             input_path,
             tmp_path / "run",
             preflight=True,
-            sut={"kind": "callable", "model": "tests.reliability_worker:broken_sut"},
+            sut={"kind": "callable", "model": "evals.reliability_worker:broken_sut"},
         )
         chat_requests = len(server.requests)
     assert record["status"] == "stopped"
@@ -333,7 +333,7 @@ def test_preflight_stops_on_a_broken_sut_before_any_llm_call(tmp_path):
 
 def test_an_exception_in_the_run_keeps_the_work_and_resume_finishes_it(tmp_path):
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(3))
-    flaky = {"kind": "callable", "model": "tests.reliability_worker:flaky_sut"}
+    flaky = {"kind": "callable", "model": "evals.reliability_worker:flaky_sut"}
     with ScriptedLLMServer() as server:
         reference = scripted_run(server, input_path, tmp_path / "reference", sut=flaky)
         worker.SUT_BROKEN.set()
@@ -389,18 +389,21 @@ def test_unjudged_verdicts_are_counted_apart_and_retry_errors_judges_them(tmp_pa
 
 def test_spending_cap_holds_across_a_resume(tmp_path):
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(6))
+    cap = 2000
     with ScriptedLLMServer() as server:
-        first = scripted_run(server, input_path, tmp_path / "run", max_tokens=400)
+        first = scripted_run(server, input_path, tmp_path / "run", max_tokens=cap, concurrency=4)
+        spent = sum(r.prompt_tokens + r.completion_tokens for r in server.requests)
         server.reset()
         release_services()
         again = run_pipeline(
             input_path,
             tmp_path / "run",
-            worker.settings_for(server.base_url, max_tokens=400),
+            worker.settings_for(server.base_url, max_tokens=cap, concurrency=4),
             resume=True,
         )
         resumed_requests = len(server.requests)
     assert first["status"] == again.status == "stopped"
+    assert 0 < spent <= cap  # requests in flight together stayed under the cap
     assert "token cap reached" in again.message
     assert resumed_requests == 0  # what the first part spent counts against the same cap
 

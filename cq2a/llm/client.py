@@ -22,7 +22,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
@@ -299,13 +300,14 @@ class ChatClient:
         where = self.base_url or "api.openai.com"
         breaker = breaker_for(where, self.settings.breaker_failures, self.settings.breaker_window_s)
         last_error: Exception | None = None
+        estimate = self._estimate(messages, params["n"])
         for attempt in range(attempts):
             breaker.check()
-            if self.meter is not None:
-                self.meter.check()
             try:
-                with self.semaphore:
+                with self.semaphore, self._reservation(estimate):
                     completion = self._send(messages, params)
+                    if self.meter is not None:  # before the reservation goes
+                        self.meter.record(completion.usage)
             except fatal_errors() as error:
                 # A wrong key or model name fails every call alike: stop the run at once.
                 raise LLMUnavailable(
@@ -326,8 +328,6 @@ class ChatClient:
                 last_error = error
                 time.sleep(min(0.2 * 2**attempt, 5.0))
                 continue
-            if self.meter is not None:
-                self.meter.record(completion.usage)
             if completion.texts:
                 breaker.record_success()
                 return completion
@@ -337,6 +337,23 @@ class ChatClient:
             f"{self.spec.model} at {where} failed {attempts} times: {last_error}. "
             "Check that the server is up (cq2a doctor) or lower --concurrency."
         ) from last_error
+
+    def _estimate(self, messages: list[Any], n: int) -> Usage:
+        """The most one request can spend: its prompt (about 3 characters a token, on the high
+        side) and the completion cap for each choice."""
+        chars = sum(len(str(m.content)) for m in messages)
+        return Usage(prompt_tokens=chars // 3 + 16, completion_tokens=self.spec.max_tokens * n)
+
+    @contextmanager
+    def _reservation(self, estimate: Usage) -> Iterator[None]:
+        if self.meter is None:
+            yield
+            return
+        self.meter.reserve(estimate)
+        try:
+            yield
+        finally:
+            self.meter.release(estimate)
 
     def _send(self, messages: list[Any], params: dict[str, Any]) -> Completion:
         result = self.model.generate([messages], **params)

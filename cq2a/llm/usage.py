@@ -39,7 +39,12 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
 
 
 class SpendingMeter:
-    """Process-wide running total checked against the caps before each request."""
+    """Process-wide running total; a request is sent only if its worst case fits the caps.
+
+    Before a request the caller reserves its estimate (prompt tokens from its length, and the
+    completion cap for every choice); requests already in flight hold their reservations, so
+    concurrent requests cannot together overshoot the cap. After the request the reservation is
+    replaced by what it really used."""
 
     def __init__(
         self,
@@ -52,6 +57,7 @@ class SpendingMeter:
         self.max_cost = max_cost
         self.prices = (price_per_1k_prompt, price_per_1k_completion)
         self.total = Usage()
+        self.reserved = Usage()
         self._lock = threading.Lock()
 
     def cost(self, usage: Usage | None = None) -> float:
@@ -63,13 +69,38 @@ class SpendingMeter:
 
     def check(self) -> None:
         """Raise BudgetExceeded when a cap is already reached."""
+        self.reserve(Usage())
+        self.release(Usage())
+
+    def reserve(self, estimate: Usage) -> None:
+        """Hold ``estimate`` for a request about to be sent, or raise BudgetExceeded if the
+        spend so far, the requests in flight and this one could pass a cap."""
         with self._lock:
-            if self.max_tokens is not None and self.total.total_tokens >= self.max_tokens:
+            worst = self.total + self.reserved + estimate
+            if self.max_tokens is not None and (
+                self.total.total_tokens >= self.max_tokens or worst.total_tokens > self.max_tokens
+            ):
                 raise BudgetExceeded(
-                    f"token cap reached: {self.total.total_tokens} >= {self.max_tokens} tokens"
+                    f"token cap reached: {self.total.total_tokens} spent, "
+                    f"{self.reserved.total_tokens} in flight, a request of up to "
+                    f"{estimate.total_tokens} would pass {self.max_tokens} tokens"
                 )
-            if self.max_cost is not None and self.cost() >= self.max_cost:
-                raise BudgetExceeded(f"cost cap reached: {self.cost():.4f} >= {self.max_cost}")
+            if self.max_cost is not None and (
+                self.cost() >= self.max_cost or self.cost(worst) > self.max_cost
+            ):
+                raise BudgetExceeded(
+                    f"cost cap reached: {self.cost():.4f} spent, a request of up to "
+                    f"{self.cost(estimate):.4f} would pass {self.max_cost}"
+                )
+            self.reserved = self.reserved + estimate
+
+    def release(self, estimate: Usage) -> None:
+        """Drop a reservation (its request finished or failed)."""
+        with self._lock:
+            self.reserved = Usage(
+                prompt_tokens=self.reserved.prompt_tokens - estimate.prompt_tokens,
+                completion_tokens=self.reserved.completion_tokens - estimate.completion_tokens,
+            )
 
     def record(self, usage: Usage) -> None:
         with self._lock:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import threading
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from cq2a.answers import normalize_answer, normalize_yes_no
+
+if TYPE_CHECKING:
+    from cq2a.settings import SUTSpec
 
 
 class SUTQuery(BaseModel):
@@ -42,3 +46,31 @@ def check_answers(name: str, answers: object, expected: int) -> list[str]:
     if not all(isinstance(answer, str) for answer in answers):
         raise SUTError(f"{name} returned a non-string answer: {answers!r:.200}")
     return [clean_answer(answer) for answer in answers]
+
+
+def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str]:
+    """``sut.answer(items)``, or ``SUTError`` once it has taken ``spec.timeout_s`` per batch.
+
+    The call runs in a daemon thread, so a SUT that never returns cannot keep the process from
+    exiting after the run has saved its work."""
+    limit = spec.timeout_s * -(-len(items) // spec.batch_size)
+    answers: list[list[str]] = []
+    failure: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            answers.append(sut.answer(items))
+        except BaseException as error:
+            failure.append(error)
+
+    worker = threading.Thread(target=call, name="sut-call", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        raise SUTError(
+            f"{sut.name} did not answer {len(items)} questions within {limit:.0f} s "
+            f"({spec.timeout_s:g} s per batch of {spec.batch_size}; raise sut.timeout_s)"
+        )
+    if failure:
+        raise failure[0]
+    return answers[0]

@@ -1,10 +1,11 @@
-"""A scripted CQ2A run for the reliability tests, usable in-process or as a subprocess.
+"""A scripted CQ2A run for the reliability tests and `evals.reliability`, in-process or as a
+subprocess.
 
 The scripted roles are stateless, so a run killed in one process and resumed in another gets the
 same replies: each question carries its gold answer spelled backwards (no word of the answer shows,
 so it passes the leak check), and the re-asker and the SUT read the answer back from it.
 
-Subprocess use: ``python -m tests.reliability_worker INPUT RUN_DIR STATS_JSON [--resume]``.
+Subprocess use: ``python -m evals.reliability_worker INPUT RUN_DIR STATS_JSON [--resume]``.
 """
 
 from __future__ import annotations
@@ -101,6 +102,17 @@ def broken_sut(items: list[Any]) -> list[str]:
     raise RuntimeError("SUT crashed")
 
 
+def wrong_count_sut(items: list[Any]) -> list[str]:
+    """A software under test that drops an answer."""
+    return decoding_sut(items)[:-1]
+
+
+def hanging_sut(items: list[Any]) -> list[str]:
+    """A software under test that never answers."""
+    threading.Event().wait()
+    return []
+
+
 #: While set, ``flaky_sut`` crashes: a SUT that is down for part of a run.
 SUT_BROKEN = threading.Event()
 
@@ -116,10 +128,17 @@ def script() -> PipelineScript:
 
 
 def settings_for(base_url: str, **overrides: Any) -> Settings:
-    spec: dict[str, Any] = {"backend": "compatible", "base_url": base_url, "model": "scripted"}
+    # Scripted replies are short: a small completion cap keeps the spending meter's worst-case
+    # reservations (prompt + max_tokens per choice) close to what requests really use.
+    spec: dict[str, Any] = {
+        "backend": "compatible",
+        "base_url": base_url,
+        "model": "scripted",
+        "max_tokens": 64,
+    }
     spec |= overrides.pop("spec", {})
     sut = overrides.pop(
-        "sut", {"kind": "callable", "model": "tests.reliability_worker:decoding_sut"}
+        "sut", {"kind": "callable", "model": "evals.reliability_worker:decoding_sut"}
     )
     values: dict[str, Any] = {
         "generator": LLMSpec(**spec),
