@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import cq2a
 from cq2a.extraction import (
     brackets_are_balanced,
     drop_duplicate_phrases,
@@ -26,7 +27,7 @@ from cq2a.extraction import (
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Token
 from cq2a.parsing import get_parser, parser_available
 
-SQUAD = Path("/work/shared/data/squad2_dev_sample.jsonl")
+SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
 PRONOUNS = {"he", "she", "it", "they", "them", "their", "his", "her", "this", "that", "who"}
 AUXILIARIES = {"is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "did"}
 
