@@ -6,15 +6,23 @@ Each rule is one function returning a ``CheckResult``; ``check_question`` runs t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Literal
+
 from cq2a.lexicon import (
-    FUNCTION_WORDS,
     NON_LEXICAL_VERBS,
     is_pronoun_or_demonstrative,
-    mentions,
-    same_word,
     words,
 )
 from cq2a.models import Answer, AnswerKind, CheckResult, RejectReason
+
+#: A text's words as (lower-cased lemma, universal POS) pairs, punctuation left out: the
+#: parser's lemmatizer (``cq2a.parsing.lemmatizer``), so "Normans" is "Norman" and "conquered" is
+#: "conquer" without spelling rules.
+Lemmatizer = Callable[[str], Sequence[tuple[str, str]]]
+#: ``paper``: the answer itself (case, punctuation, articles and inflection aside) must not be in
+#: its question (III-C1). ``strict``: nor any noun of an answer phrase.
+LeakRule = Literal["paper", "strict"]
 
 LEXICAL = "lexical_validity"
 COMPLETE = "completeness"
@@ -26,8 +34,35 @@ REASON_OF_CHECK = {
     LEXICAL: RejectReason.LEXICAL,
     COMPLETE: RejectReason.INCOMPLETE,
     NO_LEAK: RejectReason.LEAK,
-    MENTIONS_ENTITIES: RejectReason.INCOMPLETE,
+    MENTIONS_ENTITIES: RejectReason.MISSING_ENTITY,
 }
+ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _content(sequence: Sequence[str]) -> list[str]:
+    return [w for w in sequence if w not in ARTICLES]
+
+
+def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    """Whether ``needle`` occurs in ``haystack`` as a run of consecutive items."""
+    size = len(needle)
+    return size > 0 and any(
+        list(haystack[i : i + size]) == list(needle) for i in range(len(haystack) - size + 1)
+    )
+
+
+def lemma_words(text: str, lemmatize: Lemmatizer) -> list[str]:
+    return [lemma for lemma, _ in lemmatize(text)]
+
+
+def occurs_in(phrase: str, text: str, lemmatize: Lemmatizer) -> bool:
+    """Whether ``phrase`` occurs in ``text`` word for word, ignoring case, punctuation and
+    articles, either as written or lemma for lemma ("the Normans" occurs in "a Norman fleet"
+    is false, in "the Normans' rivals" true; "Denmark, Iceland and Norway" occurs in "Denmark,
+    Iceland, and Norway")."""
+    return _contains(_content(words(text)), _content(words(phrase))) or _contains(
+        _content(lemma_words(text, lemmatize)), _content(lemma_words(phrase, lemmatize))
+    )
 
 
 def answer_is_lexically_valid(answer: Answer) -> CheckResult:
@@ -45,14 +80,14 @@ def answer_is_lexically_valid(answer: Answer) -> CheckResult:
     return CheckResult(name=LEXICAL, passed=True)
 
 
-def explanation_is_complete(answer: Answer, explanation: str) -> CheckResult:
+def explanation_is_complete(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
     """III-C1 Completeness: the entity appears in the explanation; for a relation, the whole
-    triple (both entities and the relation) does."""
+    triple (both entities and the relation) does. Matched on words and on lemmas."""
     if answer.triple is None:
         parts = [answer.text]
     else:
         parts = [answer.triple.subject, answer.triple.relation, answer.triple.object]
-    missing = [part for part in parts if not mentions(explanation, part)]
+    missing = [part for part in parts if not occurs_in(part, explanation, lemmatize)]
     if missing:
         return CheckResult(
             name=COMPLETE, passed=False, detail=f"explanation lacks {', '.join(missing)}"
@@ -60,31 +95,45 @@ def explanation_is_complete(answer: Answer, explanation: str) -> CheckResult:
     return CheckResult(name=COMPLETE, passed=True)
 
 
-def leaked_words(answer: Answer, question: str) -> list[str]:
-    """The words by which ``answer`` shows in ``question``: the answer itself, its lemma, and
-    for phrases any of its nouns (III-C1)."""
-    question_words = words(question)
+def relation_verbs(answer: Answer, lemmatize: Lemmatizer) -> set[str]:
+    """The lexical verbs (lemmas) of a relation answer: what a question must not give away."""
+    verbs = {lemma for lemma, upos in lemmatize(answer.text) if upos == "VERB"}
+    if answer.lemma:
+        verbs.add(answer.lemma.lower())
+    return verbs - NON_LEXICAL_VERBS
+
+
+def leaked_words(
+    answer: Answer, question: str, lemmatize: Lemmatizer, rule: LeakRule = "paper"
+) -> list[str]:
+    """What of ``answer`` shows in ``question`` (III-C1 "the answer itself must not appear in
+    the generated question").
+
+    ``paper``: the answer's text, as written or lemma for lemma (articles, case, punctuation
+    and inflection aside); for a relation, any of its verbs (lemmas). ``strict`` also counts any
+    noun of an answer phrase.
+    """
     leaks: list[str] = []
-    if mentions(question, answer.text):
+    question_lemmas = lemma_words(question, lemmatize)
+    context_lemmas = _content(words(answer.lemma or ""))  # the answer as parsed in its context
+    if occurs_in(answer.text, question, lemmatize):
         leaks.append(answer.text)
-    lemmas: list[str] = []
-    if answer.kind is AnswerKind.ENTITY_PHRASE:
-        lemmas = list(answer.head_nouns)
-    elif answer.lemma:
-        lemmas = [answer.lemma.lower()]
+    elif answer.kind is not AnswerKind.RELATION and _contains(
+        _content(question_lemmas), context_lemmas
+    ):
+        leaks.append(answer.lemma or "")
     if answer.kind is AnswerKind.RELATION:
-        lemmas += [
-            w for w in words(answer.text) if w not in NON_LEXICAL_VERBS and w not in FUNCTION_WORDS
-        ]
-    for lemma in lemmas:
-        if any(same_word(token, lemma.lower()) for token in question_words):
-            leaks.append(lemma)
+        leaks += [verb for verb in relation_verbs(answer, lemmatize) if verb in question_lemmas]
+    if rule == "strict" and answer.kind is AnswerKind.ENTITY_PHRASE:
+        leaks += [n for n in answer.head_nouns if n.lower() in question_lemmas]
     return sorted(set(leaks))
 
 
-def answer_leaks_into_question(answer: Answer, question: str) -> CheckResult:
+def answer_leaks_into_question(
+    answer: Answer, question: str, lemmatize: Lemmatizer, rule: LeakRule = "paper"
+) -> CheckResult:
     """III-C1 Avoiding information leakage: the answer must not appear in its question."""
-    leaks = leaked_words(answer, question)
+    leaks = leaked_words(answer, question, lemmatize, rule)
     if leaks:
         return CheckResult(name=NO_LEAK, passed=False, detail=f"question contains {leaks}")
     return CheckResult(name=NO_LEAK, passed=True)
@@ -122,13 +171,20 @@ def question_mentions_both_entities(answer: Answer, question: str) -> CheckResul
 
 
 def check_question(
-    answer: Answer, question: str, explanation: str, *, min_chars: int, max_chars: int
+    answer: Answer,
+    question: str,
+    explanation: str,
+    *,
+    lemmatize: Lemmatizer,
+    min_chars: int,
+    max_chars: int,
+    leak_rule: LeakRule = "paper",
 ) -> list[CheckResult]:
-    """All III-C1 constraints for one candidate question."""
+    """The III-C1 constraints on one candidate question. Lexical validity is a property of the
+    answer alone, checked once at extraction (``answer_is_lexically_valid``)."""
     return [
-        answer_is_lexically_valid(answer),
-        explanation_is_complete(answer, explanation),
-        answer_leaks_into_question(answer, question),
+        explanation_is_complete(answer, explanation, lemmatize),
+        answer_leaks_into_question(answer, question, lemmatize, leak_rule),
         question_length_is_ok(question, min_chars, max_chars),
         question_mentions_both_entities(answer, question),
     ]

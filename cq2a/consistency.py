@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cq2a.answers import majority_vote, normalize_answer
-from cq2a.checks import check_question, rejection_reasons
+from cq2a.checks import LeakRule, Lemmatizer, check_question, rejection_reasons
 from cq2a.llm.client import ChatClient, LLMCallFailed
 from cq2a.llm.usage import Usage
 from cq2a.models import Attempt, Candidate, CheckResult, Context, RejectReason
@@ -41,15 +41,24 @@ def awaiting(candidates: Sequence[Candidate], step: str) -> list[Candidate]:
     raise ValueError(step)
 
 
-def apply_constraints(candidate: Candidate, min_chars: int, max_chars: int) -> Candidate:
+def apply_constraints(
+    candidate: Candidate,
+    lemmatize: Lemmatizer,
+    *,
+    min_chars: int,
+    max_chars: int,
+    leak_rule: LeakRule,
+) -> Candidate:
     """Run the III-C1 checks on the current attempt and record any rejection reasons."""
     attempt = candidate.current
     results: list[CheckResult] = check_question(
         candidate.answer,
         attempt.question,
         attempt.explanation,
+        lemmatize=lemmatize,
         min_chars=min_chars,
         max_chars=max_chars,
+        leak_rule=leak_rule,
     )
     return with_attempt(candidate, checks=results, reasons=rejection_reasons(results))
 

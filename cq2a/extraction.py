@@ -11,13 +11,14 @@ from itertools import zip_longest
 
 from pydantic import BaseModel
 
+from cq2a.checks import answer_is_lexically_valid
+from cq2a.lexicon import NON_LEXICAL_VERBS
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Token
 
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
 NOUN_UPOS = frozenset({"NOUN", "PROPN"})
 #: Copulas and light verbs carry no lexical meaning of their own (III-A1, III-C1 "is", "are").
-NON_LEXICAL_VERB_LEMMAS = frozenset({"be", "have", "do"})
 #: UD relations under which a verb form modifies a word instead of predicating
 #: (e.g. "the *conquered* lands" amod, "a region *called* Normandy" acl). ``acl:relcl`` is a
 #: relative clause's own predicate and is not a modifier.
@@ -118,7 +119,7 @@ def is_valid_verb(token: Token, sentence: Sentence) -> bool:
     infinitive."""
     return (
         token.upos == "VERB"
-        and token.lemma.lower() not in NON_LEXICAL_VERB_LEMMAS
+        and token.lemma.lower() not in NON_LEXICAL_VERBS
         and not is_modifier(token)
         and not is_infinitive(token, sentence)
     )
@@ -247,6 +248,8 @@ def extract_entities(
     limit yields a prefix of a larger one.
     """
     found = [a for s in parsed.sentences for a in _sentence_answers(context, s)]
+    # III-C1 lexical validity is a property of the answer: an invalid one never reaches generation
+    found = [a for a in found if answer_is_lexically_valid(a).passed]
     ordered = _apart_first(_round_robin(_concise_first(drop_duplicate_phrases(found))))
     if limit is not None:
         ordered = ordered[: max(limit, 0)]

@@ -122,6 +122,7 @@ class RejectReason(StrEnum):
     LEXICAL = "lexical_invalid"
     INCOMPLETE = "incomplete"
     LEAK = "answer_leak"
+    MISSING_ENTITY = "missing_entity"
     TOO_SHORT = "too_short"
     TOO_LONG = "too_long"
     DUPLICATE = "duplicate"

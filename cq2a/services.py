@@ -39,6 +39,10 @@ class Services:
         return get_parser(self.settings.parser)
 
     @property
+    def lemmatize(self) -> Any:
+        return _shared_lemmatizer(self.settings.parser)
+
+    @property
     def sut(self) -> Any:
         spec = self.settings.sut
         secret = spec.api_key.get_secret_value() if spec.api_key else ""
@@ -87,6 +91,13 @@ def sut_chat_model(spec: SUTSpec) -> Any:
         max_tokens=spec.max_new_tokens,
         extra_body=max_tokens_body(spec.backend, spec.max_new_tokens),
     )
+
+
+@cache
+def _shared_lemmatizer(backend: str) -> Any:
+    from cq2a.parsing import get_parser, lemmatizer
+
+    return lemmatizer(get_parser(backend))  # type: ignore[arg-type]
 
 
 @cache

@@ -135,6 +135,11 @@ class Settings(BaseSettings):
         True,
         description="Load the parser, embedder and SUT and reach every LLM before a run starts.",
     )
+    leak_rule: Literal["paper", "strict"] = Field(
+        "paper",
+        description="paper: the answer itself must not be in its question (III-C1); strict: nor "
+        "any noun of an answer phrase.",
+    )
     min_question_chars: int = Field(26, ge=1, description="Questions must exceed 25 characters.")
     max_question_chars: int = Field(300, ge=1)
     max_context_chars: int = Field(20_000, ge=100, description="Longer contexts are truncated.")

@@ -155,7 +155,14 @@ def check_round(services: Services, candidates: list[Candidate]) -> list[Candida
     settings = services.settings
     todo = awaiting(candidates, "check")
     checked = [
-        apply_constraints(c, settings.min_question_chars, settings.max_question_chars) for c in todo
+        apply_constraints(
+            c,
+            services.lemmatize,
+            min_chars=settings.min_question_chars,
+            max_chars=settings.max_question_chars,
+            leak_rule=settings.leak_rule,
+        )
+        for c in todo
     ]
     survivors = [c for c in checked if not c.current.rejected]
     todo_ids = {c.id for c in todo}

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from functools import cache
+from collections.abc import Callable
+from functools import cache, lru_cache
 from pathlib import Path
 
+from cq2a.models import Context
 from cq2a.parsing.base import (
     SPACY_FIX,
     SPACY_MODEL,
@@ -21,7 +23,14 @@ from cq2a.parsing.base import (
     ParserUnavailable,
 )
 
-__all__ = ["Parser", "ParserBackend", "ParserUnavailable", "get_parser", "parser_available"]
+__all__ = [
+    "Parser",
+    "ParserBackend",
+    "ParserUnavailable",
+    "get_parser",
+    "lemmatizer",
+    "parser_available",
+]
 
 
 @cache
@@ -62,3 +71,23 @@ def parser_available(backend: ParserBackend) -> tuple[bool, str]:
             return False, "pip install stanza"
         return _stanza_models_present(_stanza_model_dir()), STANZA_FIX
     raise ValueError(f"unknown parser backend {backend!r}; choose 'spacy' or 'stanza'")
+
+
+def lemmatizer(parser: Parser) -> Callable[[str], tuple[tuple[str, str], ...]]:
+    """The parser as a lemmatizer for the III-C1 checks: a text's words as (lower-cased lemma,
+    universal POS) pairs, punctuation left out. Memoised, since a question is checked against
+    its answer and explanation more than once."""
+
+    @lru_cache(maxsize=8192)
+    def lemmatize(text: str) -> tuple[tuple[str, str], ...]:
+        if not any(ch.isalnum() for ch in text):
+            return ()
+        parsed = parser.parse(Context(id="text", context=text))
+        return tuple(
+            (token.lemma.lower(), token.upos)
+            for sentence in parsed.sentences
+            for token in sentence.tokens
+            if token.upos != "PUNCT" and any(ch.isalnum() for ch in token.text)
+        )
+
+    return lemmatize
