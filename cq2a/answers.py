@@ -1,8 +1,10 @@
-"""Answer normalisation and the majority vote over re-asked answers (III-C2)."""
+"""Answer normalisation, alignment to the context, and the majority vote over re-asked
+answers (III-C2)."""
 
 from __future__ import annotations
 
 import re
+import string
 from collections import Counter
 
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
@@ -49,9 +51,62 @@ def normalize_yes_no(text: str) -> str | None:
     return "yes" if match.group("truth").lower() in {"true", "correct"} else "no"
 
 
+_PUNCTUATION = str.maketrans({ch: " " for ch in string.punctuation + "“”‘’«»–—"})
+_ARTICLES = frozenset({"a", "an", "the"})
+_CONTEXT_WORD = re.compile(r"\w+(?:[-'’.]\w+)*")
+
+
+def answer_tokens(text: str) -> list[str]:
+    """SQuAD's normalisation: lower case, no punctuation, no articles, split on space."""
+    return [w for w in text.casefold().translate(_PUNCTUATION).split() if w not in _ARTICLES]
+
+
+def token_f1(prediction: list[str], gold: list[str]) -> float:
+    """SQuAD's token-overlap F1 between two token lists."""
+    common = sum((Counter(prediction) & Counter(gold)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(prediction), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def align_to_context(answer: str, context: str, min_f1: float = 0.5, slack: int = 3) -> str:
+    """The span of ``context`` a free-text answer stands for, so answers can be compared.
+
+    An answer found in the context (ignoring case) is returned as the context writes it; else
+    the span of at most ``slack`` words more than the answer with the best token F1 against it
+    (ties to the shorter span), when that F1 reaches ``min_f1``. Yes/no answers and answers that
+    match nothing in the context are returned unchanged."""
+    if not answer or normalize_yes_no(answer):
+        return answer
+    found = context.casefold().find(answer.casefold())
+    if found >= 0:
+        return context[found : found + len(answer)]
+    target = answer_tokens(answer)
+    if not target:
+        return answer
+    spans = [
+        (m.start(), m.end(), answer_tokens(m.group())) for m in _CONTEXT_WORD.finditer(context)
+    ]
+    best_f1, best = 0.0, (0, 0)
+    for i in range(len(spans)):
+        tokens: list[str] = []
+        for j in range(i, min(len(spans), i + len(target) + slack)):
+            tokens += spans[j][2]
+            if not tokens:
+                continue
+            f1 = token_f1(tokens, target)
+            if f1 > best_f1 + 1e-9:
+                best_f1, best = f1, (spans[i][0], spans[j][1])
+    if best_f1 < min_f1:
+        return answer
+    return context[best[0] : best[1]]
+
+
 def answer_key(text: str) -> str:
-    """The form two answers are compared in: yes/no, else the case-folded normalised span."""
-    return normalize_yes_no(text) or normalize_answer(text).casefold()
+    """The form two answers are compared in: yes/no, else the SQuAD-normalised span, so
+    "Denmark, Iceland, and Norway" and "Denmark, Iceland and Norway" are one answer."""
+    return normalize_yes_no(text) or " ".join(answer_tokens(normalize_answer(text)))
 
 
 def majority_vote(answers: list[str]) -> tuple[str, int]:

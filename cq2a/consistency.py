@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cq2a.answers import majority_vote, normalize_answer
+from cq2a.answers import align_to_context, majority_vote, normalize_answer
 from cq2a.checks import LeakRule, Lemmatizer, check_question, rejection_reasons
 from cq2a.llm.client import ChatClient, LLMCallFailed
 from cq2a.llm.usage import Usage
@@ -113,9 +113,19 @@ def reask(
         )
     except LLMCallFailed as error:
         return candidate.model_copy(update={"error": str(error)}), Usage()
-    answers = [normalize_answer(text) for text in completion.texts]
+    # Each vote as the span of the context it stands for, so the votes and the gold compare as
+    # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it.
+    answers = [
+        align_to_context(normalize_answer(text), context.context) for text in completion.texts
+    ]
     winner, count = majority_vote(answers)
-    voted = with_attempt(candidate, votes=answers, majority_answer=winner, majority_count=count)
+    voted = with_attempt(
+        candidate,
+        raw_votes=completion.texts,
+        votes=answers,
+        majority_answer=winner,
+        majority_count=count,
+    )
     return voted.model_copy(update={"error": None}), completion.usage
 
 

@@ -53,13 +53,28 @@ def feedback_for(slots: list[Candidate]) -> str:
         if not slot.attempts or not slot.current.rejected:
             continue
         attempt = slot.current
-        details = "; ".join(check.detail for check in attempt.checks if not check.passed)
+        notes = [check.detail for check in attempt.checks if not check.passed]
+        if RejectReason.INCONSISTENT in attempt.reasons and attempt.majority_answer:
+            # what the question really asks for, so the next one can aim at the target
+            notes.append(
+                f'it was answered with "{attempt.majority_answer}", not "{slot.answer.text}"'
+            )
+        details = "; ".join(notes)
         reasons = ", ".join(reason.value for reason in attempt.reasons)
         question = attempt.question or "(no question was produced)"
         items.append(f'- "{question}" was rejected: {reasons}{f" ({details})" if details else ""}')
     if not items:
         return ""
     return render_prompt("feedback", items="\n".join(items))
+
+
+def mark_answer(sentence: str, answer: str) -> str:
+    """The sentence with the target between ** marks, so the model sees which words to ask
+    about (III-B: a question is worth only as much as it targets its answer)."""
+    at = sentence.find(answer)
+    if at < 0:
+        return sentence
+    return f"{sentence[:at]}**{answer}**{sentence[at + len(answer) :]}"
 
 
 def generation_messages(
@@ -79,7 +94,7 @@ def generation_messages(
     return load_prompt("entity_questions.system"), render_prompt(
         "entity_questions.user",
         context=context.context,
-        sentence=answer.sentence,
+        sentence=mark_answer(answer.sentence, answer.text),
         feedback=feedback,
         count=count,
         answer=answer.text,

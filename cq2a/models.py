@@ -140,7 +140,10 @@ class Attempt(BaseModel):
     question: str
     explanation: str
     checks: list[CheckResult] = Field(default_factory=list)
-    votes: list[str] = Field(default_factory=list)
+    raw_votes: list[str] = Field(default_factory=list, description="The re-asker's answers.")
+    votes: list[str] = Field(
+        default_factory=list, description="Each raw vote as the context span it stands for."
+    )
     majority_answer: str | None = None
     majority_count: int = 0
     similarity: float | None = None

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from cq2a.answers import majority_vote, normalize_answer, normalize_yes_no
+from cq2a.answers import (
+    align_to_context,
+    answer_key,
+    majority_vote,
+    normalize_answer,
+    normalize_yes_no,
+)
 
 
 @pytest.mark.parametrize(
@@ -68,3 +74,41 @@ def test_majority_vote_ignores_empty_answers() -> None:
     assert majority_vote(["", "  ", "Rollo"]) == ("Rollo", 1)
     assert majority_vote(["", ""]) == ("", 0)
     assert majority_vote([]) == ("", 0)
+
+
+CONTEXT = (
+    "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, "
+    "a region in France. They were descended from Norse raiders and pirates from Denmark, "
+    "Iceland and Norway who, under their leader Rollo, agreed to swear fealty to King Charles III."
+)
+
+
+@pytest.mark.parametrize(
+    ("vote", "span"),
+    [
+        ("denmark, iceland, and norway", "Denmark, Iceland and Norway"),  # serial comma, case
+        ("Normandy", "Normandy"),
+        ("They came from Denmark, Iceland and Norway.", "from Denmark, Iceland and Norway"),
+        ("Rollo the leader", "leader Rollo"),
+        ("yes", "yes"),  # yes/no answers are not spans
+        ("Paris", "Paris"),  # nothing like it in the context: kept as written
+    ],
+)
+def test_align_to_context_finds_the_span_a_vote_stands_for(vote: str, span: str) -> None:
+    assert align_to_context(vote, CONTEXT) == span
+
+
+def test_votes_that_differ_in_punctuation_and_articles_are_one_answer() -> None:
+    votes = ["Denmark, Iceland, and Norway", "Denmark, Iceland and Norway", "the Norse raiders"]
+    assert majority_vote(votes) == ("Denmark, Iceland, and Norway", 2)
+    assert answer_key("The Seine.") == answer_key("seine")
+
+
+def test_generation_marks_the_target_in_its_sentence() -> None:
+    from cq2a.generation import mark_answer
+
+    sentence = "Rollo signed a treaty with King Charles III in 911."
+    assert mark_answer(sentence, "a treaty") == (
+        "Rollo signed **a treaty** with King Charles III in 911."
+    )
+    assert mark_answer(sentence, "Normandy") == sentence

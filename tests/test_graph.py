@@ -140,6 +140,19 @@ def test_attempts_exhausted_end_in_rejection_with_every_reason(scripted_llm):
     assert candidate.attempts[1].majority_answer == "England"
 
 
+def test_feedback_after_an_inconsistent_answer_says_what_the_question_got(scripted_llm):
+    def questions(answer, has_feedback):
+        return [explained("Which land did the Frankish ruler hand over in the north?", answer)]
+
+    script = PipelineScript(questions=questions, votes=lambda q: ["England"] * 5)
+    result = run(scripted_llm, script, questions_per_entity=1, max_attempts=2)
+    (candidate,) = result["candidates"]
+    assert [a.reasons for a in candidate.attempts] == [[RejectReason.INCONSISTENT]] * 2
+    feedback = candidate.attempts[1].feedback or ""
+    assert f'it was answered with "England", not "{candidate.answer.text}"' in feedback
+    assert any('answered with "England"' in prompt for prompt in script.prompts_seen)
+
+
 def two_question_script(answer_by_question):
     questions = list(answer_by_question)
 
