@@ -221,11 +221,13 @@ class Verdict(BaseModel):
     context_id: str
     question: str
     gold_answer: str
-    sut_answer: str
+    sut_answer: str = Field(description="The SUT's answer as it gave it.")
     similarity: float
+    #: ``rule``: the answer was of the wrong type (see ``rule``), a bug before both stages;
     #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict (see
-    #: ``judge_explanation``); not a bug, not a pass.
-    stage: Literal["similarity", "judge", "unjudged"]
+    #: ``judge_explanation``), neither a bug nor a pass.
+    stage: Literal["rule", "similarity", "judge", "unjudged"]
+    rule: str | None = None
     judge_score: int | None = None
     judge_explanation: str | None = None
     bug: bool

@@ -6,7 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel
 
-from cq2a.answers import normalize_yes_no
+from cq2a.answers import normalize_answer, normalize_yes_no
+from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
 from cq2a.llm.usage import Usage
 from cq2a.models import JudgeVerdict, TestCase, Verdict
@@ -29,6 +30,74 @@ def same_yes_no(gold: str, sut: str) -> bool | None:
     if gold_yn is None or sut_yn is None:
         return None
     return gold_yn == sut_yn
+
+
+_WH_WORDS = frozenset("what who whom whose which where when why how".split())
+_ABSTENTIONS = (
+    "unanswerable",
+    "no answer",
+    "unknown",
+    "not mentioned",
+    "not stated",
+    "not given",
+    "not in the context",
+    "not in the passage",
+    "cannot be determined",
+    "cannot be answered",
+    "can't be determined",
+    "i don't know",
+    "i do not know",
+    "none",
+    "n/a",
+)
+
+
+def is_wh_question(question: str) -> bool:
+    """A question asking what, who, which, where, when, why or how (in its first words)."""
+    return bool(_WH_WORDS.intersection(words(question)[:3]))
+
+
+_NEGATIONS = frozenset("not isn't wasn't didn't doesn't don't aren't weren't can't won't".split())
+
+
+def bare_yes_no(answer: str) -> str | None:
+    """ "yes"/"no" for an answer that is only that ("Yes.", "no, it is not"); None for anything
+    with content ("Yes, Rollo led them." answers who, not whether)."""
+    label = normalize_yes_no(answer)
+    rest = words(answer)[1:]
+    filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _NEGATIONS
+    return label if label is not None and all(w in filler for w in rest) else None
+
+
+def is_abstention(answer: str) -> bool:
+    """An answer that declines to answer ("", "unanswerable", "not mentioned in the text")."""
+    text = normalize_answer(answer).casefold()
+    return not text or any(
+        text == phrase or text.startswith(phrase + " ") for phrase in _ABSTENTIONS
+    )
+
+
+def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
+    """What a rule can decide before the judge: the SUT's answer is of the wrong type for the
+    question (III-D's judge then need not be asked, and cannot be fooled). None: no mismatch."""
+    gold_yes_no, sut_yes_no = normalize_yes_no(gold), bare_yes_no(sut)
+    if is_abstention(gold) and not is_abstention(sut):
+        return "answered a question the context does not answer"
+    if is_abstention(sut) and not is_abstention(gold):
+        return "abstained from a question the context answers"
+    if gold_yes_no is None and sut_yes_no is not None and is_wh_question(question):
+        return f"a bare {sut_yes_no!r} to a {words(question)[0]}-question"
+    if gold_yes_no is not None and normalize_yes_no(sut) is None:
+        return "a span answer to a yes/no question"
+    return None
+
+
+def compared_form(gold: str, sut: str) -> str:
+    """The SUT's answer as the oracle compares it: reduced to yes/no only when the gold answer
+    is yes/no ("Yes, Rollo led them." stays a span for a who-question), else the trimmed span."""
+    if normalize_yes_no(gold) is not None:
+        return normalize_yes_no(sut) or normalize_answer(sut)
+    return normalize_answer(sut)
 
 
 def judge_answer(
@@ -60,6 +129,10 @@ def judge_verdicts(
 ) -> tuple[list[Verdict], Usage]:
     """Both stages for every test case; the judge is asked only where stage 1 says inconsistent.
 
+    ``sut_answers`` are the SUT's raw answers, kept as they are in the verdicts; ``similarities``
+    compare their ``compared_form`` with the gold. An answer of the wrong type (a yes/no to a
+    wh-question, a span to a yes/no question, an abstention) is a bug by rule, before both.
+
     A bug is reported only when both stages say the answers disagree. When the judge gives no
     usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
     neither a bug nor a pass, counted apart, with the reason, and judged again by
@@ -69,6 +142,7 @@ def judge_verdicts(
     def decide(index: int) -> tuple[Verdict, Usage]:
         case, sut, similarity = cases[index], sut_answers[index], similarities[index]
         exact = same_yes_no(case.answer, sut)
+        mismatch = answer_type_mismatch(case.question, case.answer, sut)
         base = {
             "test_id": case.id,
             "context_id": case.context_id,
@@ -78,6 +152,8 @@ def judge_verdicts(
             "similarity": round(similarity, 4),
             "kind": case.kind,
         }
+        if mismatch is not None:
+            return Verdict(**base, stage="rule", rule=mismatch, bug=True), Usage()
         if exact is not None:
             return Verdict(**base, stage="similarity", bug=not exact), Usage()
         if consistent_by_similarity(similarity, threshold):

@@ -21,7 +21,7 @@ from cq2a.generation import generate_questions, needs_question, new_slots, slots
 from cq2a.llm.client import LLMCallFailed, Malformed
 from cq2a.llm.usage import Usage
 from cq2a.models import Answer, Candidate, Context, ParsedContext, Skip, TestCase, Verdict
-from cq2a.oracle import judge_verdicts
+from cq2a.oracle import compared_form, judge_verdicts
 from cq2a.prompts_loader import load_prompt, render_prompt
 from cq2a.relations import ProposedTriples, relation_answers
 from cq2a.services import Services
@@ -260,7 +260,8 @@ def evaluate_cases(
     """Two-stage oracle over the SUT's answers."""
     if not cases:
         return [], Usage()
-    similarities = services.embedder.similarity_pairs(sut_answers, [c.answer for c in cases])
+    compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
+    similarities = services.embedder.similarity_pairs(compared, [c.answer for c in cases])
     return judge_verdicts(
         services.llm.judge,
         cases,

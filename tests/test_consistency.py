@@ -1,10 +1,18 @@
 """III-C2 compare and settle, III-D oracle decisions, and the generation slot bookkeeping."""
 
+import pytest
+
 from cq2a.consistency import compare_with_gold, settle
 from cq2a.generation import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
 from cq2a.llm.client import Malformed
 from cq2a.models import Answer, AnswerKind, Attempt, Candidate, RejectReason
-from cq2a.oracle import consistent_by_judge, consistent_by_similarity, same_yes_no
+from cq2a.oracle import (
+    answer_type_mismatch,
+    compared_form,
+    consistent_by_judge,
+    consistent_by_similarity,
+    same_yes_no,
+)
 
 ANSWER = Answer(
     id="c:e0",
@@ -77,3 +85,31 @@ def test_oracle_stages():
     assert same_yes_no("Yes", "yes, it is") is True
     assert same_yes_no("no", "Yes.") is False
     assert same_yes_no("Normandy", "yes") is None
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "sut", "reason"),
+    [
+        ("Who led the Normans?", "Rollo", "Yes.", "a bare 'yes' to a who-question"),
+        ("What countries were they from?", "Denmark, Iceland and Norway", "no, it is not", "no"),
+        ("Who led the Normans?", "Rollo", "Yes, Rollo led them.", None),  # content, not yes/no
+        ("Did Rollo lead the Normans?", "yes", "Rollo", "a span answer to a yes/no question"),
+        ("Did Rollo lead the Normans?", "yes", "No.", None),  # a wrong yes/no: the stages decide
+        ("Who led the Normans?", "Rollo", "unanswerable", "abstained"),
+        ("Who led the Normans?", "Rollo", "", "abstained"),
+        ("Who ruled Iceland in 911?", "unanswerable", "Rollo", "answered a question"),
+        ("Who led the Normans?", "Rollo", "Rollo, their leader", None),
+    ],
+)
+def test_answer_type_mismatch_is_decided_by_rule(question, gold, sut, reason):
+    found = answer_type_mismatch(question, gold, sut)
+    if reason is None:
+        assert found is None
+    else:
+        assert found is not None and reason in found
+
+
+def test_the_oracle_reduces_to_yes_no_only_for_a_yes_no_gold():
+    assert compared_form("yes", "Yes, it is.") == "yes"
+    assert compared_form("Rollo", "Yes, Rollo led them.") == "Yes, Rollo led them"
+    assert compared_form("Rollo", '"Rollo."') == "Rollo"

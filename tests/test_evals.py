@@ -79,3 +79,45 @@ def test_critical_path_of_a_zero_latency_run(server, tmp_path):
 def test_greedy_schedule_counts_latencies():
     assert bench.greedy_schedule([[3, 6], [3, 6]], final=8, concurrency=4) == 5 + 2
     assert bench.greedy_schedule([[1, 1, 1]], final=0, concurrency=4) == 3
+
+
+def test_validity_harness_on_human_questions_against_the_scripted_server(tmp_path):
+    """The re-asker answers each human question with its human answer, and the judge clears an
+    answer that shares a word with the gold: the harness must then accept the human pairs,
+    reject the mismatched ones, and tell alternate answers from wrong ones."""
+    from cq2a.answers import answer_tokens
+    from cq2a.settings import LLMSpec, Settings, SUTSpec
+    from cq2a.testing.script import PipelineScript
+    from evals import validity
+
+    items = validity.sample_questions(recall.SHIPPED, contexts=2, per_context=3, seed=1)
+    human = {item.question: item.answers[0] for item in items}
+
+    def judge(gold: str, sut: str) -> int:
+        return 95 if set(answer_tokens(gold)) & set(answer_tokens(sut)) else 5
+
+    script = PipelineScript(
+        questions=lambda answer, feedback: [],
+        votes=lambda question: [human.get(question, "nothing at all")] * 5,
+        judge=judge,
+    )
+    release_services()
+    with ScriptedLLMServer() as scripted:
+        script.install(scripted.rules)
+        spec = {"backend": "compatible", "base_url": scripted.base_url, "model": "scripted"}
+        settings = Settings(
+            generator=LLMSpec(**spec),
+            reasker=LLMSpec(**spec),
+            judge=LLMSpec(**spec, temperature=0.0),
+            sut=SUTSpec(kind="callable", model="evals.bench:unsure_sut"),
+            cache_path="off",
+        )
+        figures = validity.measure(settings, recall.SHIPPED, 2, 3, seed=1)
+    assert figures["questions"] == len(items) >= 4 and figures["llm_errors"] == 0
+    assert figures["filter.per_rule_pass"]["consistency"] == 1.0
+    long_enough = sum(len(item.question) >= 26 for item in items) / len(items)
+    assert figures["filter.human_accepted"] == pytest.approx(long_enough, abs=1e-3)
+    assert figures["filter.mismatched_pairs"] > 0 and figures["filter.mismatched_rejected"] == 1.0
+    assert figures["oracle.wrong_pairs"] > 0 and figures["oracle.wrong_is_bug"] == 1.0
+    for key in ("oracle.alternate_not_bug", "filter.human_accepted", "seconds", "llm_requests"):
+        assert key in figures

@@ -264,6 +264,22 @@ def test_trace_events_stream_per_context_in_stage_order(scripted_llm):
     assert events[-1]["event"] == "stage_finished" and events[-1]["stage"] == "evaluate"
 
 
+def test_a_yes_to_a_wh_question_is_a_bug_by_rule_and_the_raw_answer_is_kept(scripted_llm):
+    q_yes = "Which agreement did Rollo conclude with the Frankish ruler in 911?"
+    q_span = "What pact with the Frankish ruler did Rollo sign in 911?"
+    SUT_ANSWERS.update({q_yes: "Yes.", q_span: f"  Answer: {FIRST}.  "})
+    script = two_question_script({q_yes: FIRST, q_span: FIRST})
+    script.judge = lambda gold, sut: 100  # a judge that would clear anything is never asked
+    result = run(scripted_llm, script, questions_per_entity=2)
+    verdicts = {v.question: v for v in result["verdicts"]}
+    assert verdicts[q_yes].stage == "rule" and verdicts[q_yes].bug
+    assert "bare 'yes'" in (verdicts[q_yes].rule or "")
+    assert verdicts[q_yes].sut_answer == "Yes."
+    assert verdicts[q_span].stage == "similarity" and not verdicts[q_span].bug
+    assert verdicts[q_span].sut_answer == f"Answer: {FIRST}."  # raw, trimmed of white space
+    assert not [r for r in scripted_llm.requests if "gold_answer" in str(r.body["messages"])]
+
+
 def test_requests_carry_the_token_cap_llama_cpp_reads(scripted_llm):
     question = "Which agreement did Rollo conclude with the Frankish ruler in 911?"
     script = PipelineScript(

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cq2a.settings import SUTSpec
-from cq2a.sut.base import QASystem, SUTError, SUTQuery, clean_answer
+from cq2a.sut.base import QASystem, SUTError, SUTQuery
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["QASystem", "SUTError", "SUTQuery", "build_sut", "clean_answer"]
+__all__ = ["QASystem", "SUTError", "SUTQuery", "build_sut"]
 
 ChatFactory = Callable[[SUTSpec], "BaseChatModel"]
 

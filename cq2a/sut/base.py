@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from cq2a.answers import normalize_answer, normalize_yes_no
-
 if TYPE_CHECKING:
     from cq2a.settings import SUTSpec
 
@@ -33,19 +31,15 @@ class QASystem(Protocol):
     def answer(self, items: list[SUTQuery]) -> list[str]: ...
 
 
-def clean_answer(text: str) -> str:
-    """A SUT's raw output as an answer: "yes"/"no" for yes/no answers, else the trimmed span."""
-    return normalize_yes_no(text) or normalize_answer(text)
-
-
 def check_answers(name: str, answers: object, expected: int) -> list[str]:
-    """Validate that a SUT returned one string per query, and clean each one."""
+    """Validate that a SUT returned one string per query; the answers are kept as given (only
+    surrounding white space goes): the oracle decides how to compare them."""
     if not isinstance(answers, list | tuple) or len(answers) != expected:
         count = len(answers) if isinstance(answers, list | tuple) else type(answers).__name__
         raise SUTError(f"{name} returned {count} answers for {expected} questions")
     if not all(isinstance(answer, str) for answer in answers):
         raise SUTError(f"{name} returned a non-string answer: {answers!r:.200}")
-    return [clean_answer(answer) for answer in answers]
+    return [answer.strip() for answer in answers]
 
 
 def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str]:

@@ -371,5 +371,5 @@ class ScriptedLLMServer:
     ) -> None:
         record.status = status
         record.choices = len(payload.get("choices", [])) if isinstance(payload, dict) else 0
+        record.ended = time.time()  # before the reply goes: a client that has it sees the record
         handler.send_raw(status, payload, headers)
-        record.ended = time.time()
