@@ -232,6 +232,9 @@ class Verdict(BaseModel):
     judge_explanation: str | None = None
     bug: bool
     kind: AnswerKind
+    sut_input_truncated: bool = Field(
+        False, description="The SUT's input was cut to fit its window: it never saw all of it."
+    )
 
 
 class Skip(BaseModel):

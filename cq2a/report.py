@@ -217,6 +217,24 @@ def alerts_html(data: RunData) -> str:
         )
     if not data.run:
         parts.append('<div class="alert warn">No run.json: the run did not finish.</div>')
+    counts = data.run.get("counts") or {}
+    notes = [
+        (
+            counts.get("unjudged"),
+            "verdicts unjudged (the judge gave no verdict: not counted as "
+            "bugs or passes; --retry-errors judges them)",
+        ),
+        (counts.get("pending"), "slots pending after failed LLM calls (--retry-errors)"),
+        (
+            counts.get("sut_inputs_truncated"),
+            "tests whose input the SUT cut to fit its window (it never saw the whole context)",
+        ),
+    ]
+    for count, what in notes:
+        if count:
+            parts.append(
+                f'<div class="alert warn" id="counts-warning">{int(count)} {e(what)}.</div>'
+            )
     return "\n".join(parts)
 
 

@@ -485,6 +485,8 @@ def write_results(
         "test_cases": len(cases),
         "judged": sum(v.stage == "judge" for v in verdicts),
         "unjudged": sum(v.stage == "unjudged" for v in verdicts),
+        "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
+        "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
         "bugs": len(bugs),
         "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
     }

@@ -257,12 +257,15 @@ def run_sut(services: Services, cases: list[TestCase]) -> list[str]:
 def evaluate_cases(
     services: Services, cases: list[TestCase], sut_answers: list[str]
 ) -> tuple[list[Verdict], Usage]:
-    """Two-stage oracle over the SUT's answers."""
+    """Two-stage oracle over the SUT's answers; each verdict says whether the SUT saw its
+    whole input (an adapter with a window reports what it cut)."""
+    from cq2a.sut.base import SUTQuery
+
     if not cases:
         return [], Usage()
     compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
     similarities = services.embedder.similarity_pairs(compared, [c.answer for c in cases])
-    return judge_verdicts(
+    verdicts, usage = judge_verdicts(
         services.llm.judge,
         cases,
         sut_answers,
@@ -271,3 +274,11 @@ def evaluate_cases(
         judge_threshold=services.settings.judge_threshold,
         concurrency=services.settings.concurrency,
     )
+    truncated = getattr(services.sut, "truncated", None)
+    if truncated is not None:
+        flags = truncated([SUTQuery(question=c.question, context=c.context) for c in cases])
+        verdicts = [
+            v.model_copy(update={"sut_input_truncated": flag})
+            for v, flag in zip(verdicts, flags, strict=True)
+        ]
+    return verdicts, usage

@@ -131,6 +131,13 @@ def test_seq2seq_sorts_by_length_and_restores_order(tokenizer: Any) -> None:
     assert lengths == sorted(lengths)
 
 
+def test_seq2seq_flags_inputs_cut_to_its_window(tiny_t5: Any, tokenizer: Any) -> None:
+    short = SUTQuery(question=QUESTIONS[0], context=CONTEXTS[0])
+    long = SUTQuery(question=QUESTIONS[0], context=" ".join([CONTEXTS[0]] * 40))
+    sut = Seq2SeqSUT("tiny", model=tiny_t5, tokenizer=tokenizer, device="cpu", max_input_tokens=64)
+    assert sut.truncated([short, long]) == [False, True]
+
+
 def test_seq2seq_dtype_choice() -> None:
     assert pick_dtype("cpu", "t5") is torch.float32
 

@@ -91,6 +91,16 @@ class Seq2SeqSUT:
                 answers[index] = answer
         return check_answers(self.name, answers, len(items))
 
+    def truncated(self, items: list[SUTQuery]) -> list[bool]:
+        """Which queries are longer than the model's input window (``max_input_tokens``) and so
+        were cut: the model never saw the end of their context."""
+        if not items:
+            return []
+        _, tokenizer = self._load()
+        texts = [unifiedqa_input(item.question, item.context) for item in items]
+        lengths = [len(ids) for ids in tokenizer(texts)["input_ids"]]
+        return [length > self.max_input_tokens for length in lengths]
+
     def _generate(self, model: Any, tokenizer: Any, input_ids: list[list[int]]) -> list[str]:
         import torch
 
