@@ -70,10 +70,9 @@ class Services:
 
 
 def sut_chat_model(spec: SUTSpec) -> Any:
-    """A chat model for an LLM-backed software under test (greedy, short answers)."""
-    from langchain_openai import ChatOpenAI
-
-    from cq2a.llm.client import max_tokens_body, resolve_api_key, resolve_base_url
+    """A chat model for an LLM-backed software under test (greedy, short answers); starts the
+    local server for ``backend=local``."""
+    from cq2a.llm.client import chat_model, resolve_base_url
 
     llm_spec = LLMSpec(
         backend=spec.backend,
@@ -83,14 +82,7 @@ def sut_chat_model(spec: SUTSpec) -> Any:
         temperature=0.0,
         max_tokens=spec.max_new_tokens,
     )
-    return ChatOpenAI(
-        model=spec.model,
-        base_url=resolve_base_url(llm_spec),
-        api_key=resolve_api_key(llm_spec),
-        temperature=0.0,
-        max_tokens=spec.max_new_tokens,
-        extra_body=max_tokens_body(spec.backend, spec.max_new_tokens),
-    )
+    return chat_model(llm_spec, base_url=resolve_base_url(llm_spec))
 
 
 @cache

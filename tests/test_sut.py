@@ -310,5 +310,8 @@ def test_build_sut_kinds() -> None:
     assert isinstance(http, HTTPSUT)
     chat = build_sut(SUTSpec(kind="openai"), chat_factory=lambda spec: ScriptedChat(prompts=[]))
     assert isinstance(chat, ChatSUT) and isinstance(chat, QASystem)
-    with pytest.raises(SUTError, match="chat_factory"):
-        build_sut(SUTSpec(kind="openai", backend="local"))
+    # without a factory, the one chat-model factory builds it (no request is sent here)
+    remote = build_sut(
+        SUTSpec(kind="openai", backend="compatible", base_url="http://127.0.0.1:9/v1", model="m")
+    )
+    assert isinstance(remote, ChatSUT) and str(remote._chat.openai_api_base).endswith(":9/v1")

@@ -119,6 +119,29 @@ def max_tokens_body(backend: str, max_tokens: int) -> dict[str, Any] | None:
     return None if backend == "openai" else {"max_tokens": max_tokens}
 
 
+def chat_model(
+    spec: LLMSpec,
+    *,
+    base_url: str | None,
+    max_retries: int = 2,
+    rate_limiter: InMemoryRateLimiter | None = None,
+) -> Any:
+    """The one place a ``ChatOpenAI`` is built: every role, and a chat SUT, get theirs here."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=spec.model,
+        base_url=base_url,
+        api_key=resolve_api_key(spec),
+        temperature=spec.temperature,
+        max_tokens=spec.max_tokens,
+        timeout=spec.timeout_s,
+        max_retries=max_retries,
+        rate_limiter=rate_limiter,
+        extra_body=max_tokens_body(spec.backend, spec.max_tokens),
+    )
+
+
 @cache
 def _shared_rate_limiter(requests_per_second: float) -> InMemoryRateLimiter:
     return InMemoryRateLimiter(requests_per_second=requests_per_second, check_every_n_seconds=0.01)
@@ -162,18 +185,8 @@ class ChatClient:
             if settings.requests_per_second
             else None
         )
-        from langchain_openai import ChatOpenAI
-
-        self.model = ChatOpenAI(
-            model=spec.model,
-            base_url=base_url,
-            api_key=resolve_api_key(spec),
-            temperature=spec.temperature,
-            max_tokens=spec.max_tokens,
-            timeout=spec.timeout_s,
-            max_retries=settings.llm_retries,
-            rate_limiter=limiter,
-            extra_body=max_tokens_body(spec.backend, spec.max_tokens),
+        self.model = chat_model(
+            spec, base_url=base_url, max_retries=settings.llm_retries, rate_limiter=limiter
         )
 
     # ---- public calls ----

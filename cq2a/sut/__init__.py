@@ -18,7 +18,7 @@ ChatFactory = Callable[[SUTSpec], "BaseChatModel"]
 
 def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASystem:
     """The adapter ``spec.kind`` names. For ``openai``, ``chat_factory`` builds the chat model
-    (it knows how to start local servers); without one, ``backend`` must be openai/compatible."""
+    (by default ``cq2a.services.sut_chat_model``, which starts the local server if need be)."""
     api_key = spec.api_key.get_secret_value() if spec.api_key else None
     if spec.kind == "seq2seq":
         from cq2a.sut.seq2seq import Seq2SeqSUT
@@ -30,9 +30,10 @@ def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASyste
             device=spec.device,
         )
     if spec.kind == "openai":
+        from cq2a.services import sut_chat_model
         from cq2a.sut.chat import ChatSUT
 
-        chat = (chat_factory or _openai_chat)(spec)
+        chat = (chat_factory or sut_chat_model)(spec)
         return ChatSUT(chat, name=spec.model, max_concurrency=spec.batch_size)
     if spec.kind == "callable":
         from cq2a.sut.callable import CallableSUT
@@ -43,20 +44,3 @@ def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASyste
 
         return HTTPSUT(spec.model, batch_size=spec.batch_size, api_key=api_key)
     raise SUTError(f"unknown SUT kind {spec.kind!r}")
-
-
-def _openai_chat(spec: SUTSpec) -> BaseChatModel:
-    if spec.backend == "local":
-        raise SUTError(
-            "a local chat SUT needs a chat_factory that starts the local model server; "
-            "pass one, or set sut.backend to 'openai' or 'compatible' with sut.base_url"
-        )
-    from langchain_openai import ChatOpenAI
-
-    return ChatOpenAI(
-        model=spec.model,
-        base_url=spec.base_url,
-        api_key=spec.api_key,
-        temperature=0.0,
-        max_completion_tokens=spec.max_new_tokens,
-    )
