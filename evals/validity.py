@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -181,6 +182,7 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
                 )
                 generated += 1
                 hit = voted.error is None and not compared.current.rejected
+                progress(f"targeting {answer.text!r}: {candidate.current.question!r} -> {hit}")
                 on_target += hit
                 if len(examples) < 12:
                     examples.append(
@@ -200,6 +202,10 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
     }
 
 
+def progress(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
 def rate(values: list[bool]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
 
@@ -216,10 +222,12 @@ def measure(
     release_services()
     services = services_for(settings, "validity")
     items = sample_questions(data, contexts, per_context, seed)
-    positive = [filter_outcome(services, item, item.answers[0]) for item in items]
-    mismatched = [
-        filter_outcome(services, item, item.mismatched) for item in items if item.mismatched
-    ]
+    positive, mismatched = [], []
+    for number, item in enumerate(items, start=1):
+        positive.append(filter_outcome(services, item, item.answers[0]))
+        if item.mismatched:
+            mismatched.append(filter_outcome(services, item, item.mismatched))
+        progress(f"filter {number}/{len(items)}: {item.question!r} accepted={positive[-1]}")
     alternates = [
         (item, item.answers[0], alternate)
         for item in items
@@ -227,6 +235,7 @@ def measure(
         if answer_tokens(alternate) != answer_tokens(item.answers[0])
     ]
     wrong = [(item, item.answers[0], item.mismatched) for item in items if item.mismatched]
+    progress(f"oracle: {len(alternates)} alternate and {len(wrong)} wrong answers")
     alternate_bugs = oracle_bugs(services, alternates)
     wrong_bugs = oracle_bugs(services, wrong)  # type: ignore[arg-type]
     rules = ("no_leakage", "length", "consistency")
