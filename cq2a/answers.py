@@ -122,3 +122,59 @@ def majority_vote(answers: list[str]) -> tuple[str, int]:
     best = max(counts.values())
     winner = next(key for key in keys if counts.get(key) == best)
     return answers[keys.index(winner)], best
+
+
+#: Words that neither restate a question nor answer it: they may sit anywhere in an answer.
+_FUNCTION_WORDS = frozenset(
+    "a an the of to in on at by for from with as and or but into over under about after before "
+    "his her its their our my your this that these those is are was were be been being has have "
+    "had do does did it they he she which who whom whose what when where".split()
+)
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to see "asked" restate "ask" and "houses" restate "house"."""
+    for suffix in ("ing", "ed", "s", "d"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e") or word
+
+
+def strip_restated_question(answer: str, question: str, min_restated: int = 3) -> str:
+    """The part of a sentence-like answer that the question does not already say.
+
+    A small re-asker often answers "Who asked the British to heat one room?" with the whole
+    sentence "Heath asked the British to heat one room"; the answer it gives is "Heath". When
+    at least ``min_restated`` content words of the answer come from the question, the answer
+    is cut to its longest run of new content words; a question word directly before a new one
+    stays ("The energy crisis" for "What led to ... energy?"). Any other answer is returned
+    unchanged."""
+    spans = list(_CONTEXT_WORD.finditer(answer))
+    asked = {_stem(w) for w in answer_tokens(question) if w not in _FUNCTION_WORDS}
+    kinds = []
+    for span in spans:
+        word = span.group().casefold()
+        if word in _FUNCTION_WORDS:
+            kinds.append("function")
+        elif _stem(word) in asked:
+            kinds.append("asked")
+        else:
+            kinds.append("new")
+    restated = kinds.count("asked")
+    if restated < min_restated:
+        return answer
+    for index in range(len(kinds) - 1):
+        if kinds[index] == "asked" and kinds[index + 1] == "new":
+            kinds[index] = "modifier"
+    runs: list[list[int]] = [[]]
+    for index, kind in enumerate(kinds):
+        if kind == "asked":
+            runs.append([])
+        else:
+            runs[-1].append(index)
+    best = max(runs, key=lambda run: sum(kinds[i] == "new" for i in run))
+    content = [i for i in best if kinds[i] != "function"]
+    if not any(kinds[i] == "new" for i in content):
+        return answer
+    return answer[spans[content[0]].start() : spans[content[-1]].end()]

@@ -104,11 +104,51 @@ def test_votes_that_differ_in_punctuation_and_articles_are_one_answer() -> None:
     assert answer_key("The Seine.") == answer_key("seine")
 
 
-def test_generation_marks_the_target_in_its_sentence() -> None:
-    from cq2a.generation import mark_answer
+def test_generation_blanks_the_target_out_of_its_sentence() -> None:
+    from cq2a.generation import blank_out
 
     sentence = "Rollo signed a treaty with King Charles III in 911."
-    assert mark_answer(sentence, "a treaty") == (
-        "Rollo signed **a treaty** with King Charles III in 911."
-    )
-    assert mark_answer(sentence, "Normandy") == sentence
+    assert blank_out(sentence, "a treaty") == "Rollo signed _____ with King Charles III in 911."
+    assert blank_out(sentence, "Normandy") == sentence
+
+
+@pytest.mark.parametrize(
+    ("vote", "question", "expected"),
+    [
+        # the re-asker restated the question around the answer: the new words are the answer
+        (
+            "Heath asked the British to heat only one room in their houses over the winter",
+            "Who asked the British to heat only one room in their houses over the winter?",
+            "Heath",
+        ),
+        (
+            "Heath asked the British to heat only one room in their houses over the winter",
+            "What did Heath ask the British to do over the winter?",
+            "heat only one room in their houses",
+        ),
+        (
+            "In 911, Rollo swore fealty to King Charles III of West Francia",
+            "To whom did Rollo swear fealty in 911?",
+            "King Charles III of West Francia",
+        ),
+        # a question word right before a new one is part of the answer
+        (
+            "The energy crisis led to greater interest in renewable energy and nuclear power",
+            "What led to greater interest in renewable energy and nuclear power?",
+            "energy crisis",
+        ),
+        # short answers, and answers sharing fewer than three words, stay as they are
+        ("Germany", "Which German state banned driving on Sundays?", "Germany"),
+        (
+            "Normandy, a region in France",
+            "Which region of France took its name from the Normans?",
+            "Normandy, a region in France",
+        ),
+    ],
+)
+def test_a_vote_that_restates_the_question_is_cut_to_its_answer(
+    vote: str, question: str, expected: str
+) -> None:
+    from cq2a.answers import strip_restated_question
+
+    assert strip_restated_question(vote, question) == expected
