@@ -1,7 +1,8 @@
 """Constraint checks on a generated question (III-C1).
 
-Each rule is one function returning a ``CheckResult``; ``check_question`` runs them all and
-``rejection_reasons`` maps failures to the reasons recorded with a rejected candidate.
+Each rule is one function returning a ``CheckResult``; ``check_question`` runs them all,
+``rejection_reasons`` maps failures to the reasons recorded with a rejected candidate, and
+``apply_constraints`` records both on a candidate's current attempt.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from cq2a.candidates import with_attempt
 from cq2a.lexicon import (
     NON_LEXICAL_VERBS,
     is_pronoun_or_demonstrative,
     words,
 )
-from cq2a.models import Answer, AnswerKind, CheckResult, RejectReason
+from cq2a.models import Answer, AnswerKind, Candidate, CheckResult, RejectReason
 
 #: A text's words as (lower-cased lemma, universal POS) pairs, punctuation left out: the
 #: parser's lemmatizer (``cq2a.parsing.lemmatizer``), so "Normans" is "Norman" and "conquered" is
@@ -201,3 +203,28 @@ def rejection_reasons(results: list[CheckResult]) -> list[RejectReason]:
         else:
             reasons.append(REASON_OF_CHECK[result.name])
     return list(dict.fromkeys(reasons))
+
+
+def apply_constraints(
+    candidate: Candidate,
+    lemmatize: Lemmatizer,
+    *,
+    min_chars: int,
+    max_chars: int,
+    leak_rule: LeakRule,
+) -> Candidate:
+    """Run the III-C1 checks on the current attempt and record any rejection reasons; a
+    question that passes them all goes on to be re-asked."""
+    attempt = candidate.current
+    results = check_question(
+        candidate.answer,
+        attempt.question,
+        attempt.explanation,
+        lemmatize=lemmatize,
+        min_chars=min_chars,
+        max_chars=max_chars,
+        leak_rule=leak_rule,
+    )
+    reasons = rejection_reasons(results)
+    checked = with_attempt(candidate, checks=results, reasons=reasons)
+    return checked if reasons else checked.model_copy(update={"next_step": "reask"})

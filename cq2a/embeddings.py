@@ -8,7 +8,7 @@ on SQuAD answer pairs by ``python -m evals.calibrate --model all-MiniLM-L6-v2``.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -27,6 +27,12 @@ SIMCSE_THRESHOLD = 0.75
 #: 250 same-question SQuAD answer pairs against 426 same-context hard negatives (precision 0.917,
 #: recall 0.488; the F1-best 0.47 has precision 0.79). Precision-oriented: see evals.calibrate.
 MINILM_THRESHOLD = 0.74
+
+
+#: ``Embedder.similarity_matrix`` (and stand-ins for it in tests): every a[i] with every b[j].
+SimilarityMatrix = Callable[[list[str], list[str]], Any]
+#: ``Embedder.similarity_pairs``: a[i] with b[i] for each i.
+SimilarityPairs = Callable[[list[str], list[str]], Sequence[float]]
 
 
 class EmbeddingUnavailable(RuntimeError):

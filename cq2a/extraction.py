@@ -1,7 +1,9 @@
-"""Entity extraction (III-A1): noun/verb phrases and words of a parsed context become answers.
+"""Answer extraction (III-A): entities from the parse (III-A1) and relations from the LLM (III-A2,
+``cq2a.relations``), capped per context (``extract_context``).
 
-Each filtering rule of III-A1 is one function below. Phrases come from the parser's NP/VP spans
-(Stanza constituency trees, or spaCy dependency subtrees); words are single nouns and verbs.
+Entities: noun/verb phrases and words of a parsed context become answers. Each filtering rule of
+III-A1 is one function below. Phrases come from the parser's NP/VP spans (Stanza constituency
+trees, or spaCy dependency subtrees); words are single nouns and verbs.
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from cq2a.checks import answer_is_lexically_valid
 from cq2a.lexicon import NON_LEXICAL_VERBS
-from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Token
+from cq2a.llm.usage import Usage
+from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Skip, Token
+from cq2a.relations import RelationExtraction, extract_relations
+from cq2a.services import Services
 
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
@@ -259,3 +264,57 @@ def extract_entities(
 def sentence_spans(parsed: ParsedContext) -> list[tuple[int, int]]:
     """Character spans of the parsed sentences in the context, in order."""
     return [(s.start, s.end) for s in parsed.sentences]
+
+
+# ---- one context (III-A) ----
+
+
+def drop_long_sentences(
+    parsed: ParsedContext, max_tokens: int
+) -> tuple[ParsedContext, list[Sentence]]:
+    """The parse without its sentences longer than ``max_tokens``, and those sentences."""
+    long = [s for s in parsed.sentences if len(s.tokens) > max_tokens]
+    if not long:
+        return parsed, []
+    kept = [s for s in parsed.sentences if len(s.tokens) <= max_tokens]
+    return parsed.model_copy(update={"sentences": kept}), long
+
+
+class Extraction(BaseModel):
+    """One context's answers, and what extraction left out on the way."""
+
+    context_id: str
+    answers: list[Answer]
+    usage: Usage = Field(default_factory=Usage)
+    long_sentences: list[Sentence] = Field(
+        default_factory=list, description="Sentences left out for their length."
+    )
+    relations: RelationExtraction | None = Field(None, description="None when turned off.")
+
+    @property
+    def skips(self) -> list[Skip]:
+        return self.relations.skips(self.context_id) if self.relations else []
+
+
+def extract_context(services: Services, context: Context) -> Extraction:
+    """Entities from the parse (III-A1) and relations from the LLM (III-A2), capped per context.
+
+    Relations take at most a third of the cap; entities fill the rest.
+    """
+    settings = services.settings
+    parsed, long_sentences = drop_long_sentences(
+        services.parser.parse(context), settings.max_sentence_tokens
+    )
+    cap = settings.answers_per_context
+    relations = None
+    if settings.relations:
+        relations = extract_relations(services.llm.generator, context, parsed, max(1, cap // 3))
+    found = relations.answers if relations else []
+    entities = extract_entities(parsed, context, limit=cap - len(found))
+    return Extraction(
+        context_id=context.id,
+        answers=entities + found,
+        usage=relations.usage if relations else Usage(),
+        long_sentences=long_sentences,
+        relations=relations,
+    )

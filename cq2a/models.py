@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class Context(BaseModel):
@@ -161,6 +161,9 @@ class Attempt(BaseModel):
 
 
 CandidateStatus = Literal["pending", "accepted", "rejected"]
+#: What a slot waits for: a question, its checks, its re-asking, its comparison with the gold
+#: answer, or nothing (``done``: accepted or rejected for good).
+CandidateStep = Literal["generate", "check", "reask", "compare", "done"]
 
 
 class Candidate(BaseModel):
@@ -177,6 +180,17 @@ class Candidate(BaseModel):
         description="Why the last LLM call for this slot failed; the slot then waits at the same "
         "step for the next round (or a resume) instead of spending an attempt.",
     )
+    next_step: CandidateStep = Field(
+        "generate", description="The step the slot waits for; each step sets the next one."
+    )
+
+    @model_validator(mode="after")
+    def _step_of_an_older_record(self) -> Candidate:
+        """A record built without its step (a new slot) or written before ``next_step`` existed
+        (an older run's checkpoint, resumed) waits for the step its fields imply."""
+        if "next_step" not in self.model_fields_set:
+            self.next_step = _implied_step(self)
+        return self
 
     @property
     def current(self) -> Attempt:
@@ -185,6 +199,21 @@ class Candidate(BaseModel):
     @property
     def reasons(self) -> list[RejectReason]:
         return [reason for attempt in self.attempts for reason in attempt.reasons]
+
+
+def _implied_step(candidate: Candidate) -> CandidateStep:
+    """The step the pipeline took next from these fields before it said so. A slot whose
+    generation failed on its last attempt gets ``generate`` too: the check that follows
+    generation settles it."""
+    if candidate.status != "pending":
+        return "done"
+    if not candidate.attempts or candidate.current.rejected:
+        return "generate"
+    if not candidate.current.checks:
+        return "check"
+    if not candidate.current.votes:
+        return "reask"
+    return "compare"
 
 
 class TestCase(BaseModel):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from pydantic import BaseModel
 
 from cq2a.answers import normalize_answer, normalize_yes_no
+from cq2a.embeddings import SimilarityPairs
+from cq2a.fanout import parallel_map
 from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
-from cq2a.llm.usage import Usage
+from cq2a.llm.usage import Usage, sum_usage
 from cq2a.models import JudgeVerdict, TestCase, Verdict
 from cq2a.prompts_loader import load_prompt, render_prompt
 
@@ -175,12 +175,35 @@ def judge_verdicts(
             usage,
         )
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(pool.map(decide, range(len(cases))))
-    total = Usage()
-    for _, usage in results:
-        total = total + usage
-    return [verdict for verdict, _ in results], total
+    results = parallel_map(decide, range(len(cases)), concurrency)
+    return [verdict for verdict, _ in results], sum_usage(usage for _, usage in results)
+
+
+def oracle_verdicts(
+    client: ChatClient,
+    cases: list[TestCase],
+    sut_answers: list[str],
+    similarity_pairs: SimilarityPairs,
+    *,
+    threshold: float,
+    judge_threshold: int,
+    concurrency: int,
+) -> tuple[list[Verdict], Usage]:
+    """The two-stage oracle over the SUT's answers: each answer's ``compared_form`` against
+    the gold by similarity, then ``judge_verdicts``."""
+    if not cases:
+        return [], Usage()
+    compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
+    similarities = similarity_pairs(compared, [c.answer for c in cases])
+    return judge_verdicts(
+        client,
+        cases,
+        sut_answers,
+        [float(s) for s in similarities],
+        threshold=threshold,
+        judge_threshold=judge_threshold,
+        concurrency=concurrency,
+    )
 
 
 class ProbeResult(BaseModel):

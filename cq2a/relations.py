@@ -7,7 +7,10 @@ import re
 from pydantic import BaseModel, Field
 
 from cq2a.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, same_word, words
-from cq2a.models import Answer, AnswerKind, ParsedContext, Sentence, Token, Triple
+from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.llm.usage import Usage
+from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Sentence, Skip, Token, Triple
+from cq2a.prompts_loader import load_prompt, render_prompt
 
 NOMINAL_UPOS = frozenset({"NOUN", "PROPN", "NUM"})
 
@@ -122,3 +125,41 @@ def relation_answers(
             )
         )
     return answers, dropped
+
+
+class RelationExtraction(BaseModel):
+    """What relation extraction made of one context: its answers, and what it dropped or why
+    it has none."""
+
+    answers: list[Answer] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    dropped: list[tuple[ProposedTriple, str]] = Field(
+        default_factory=list, description="Proposed triples a filter dropped, with its reason."
+    )
+    error: str | None = Field(None, description="Why the LLM call failed.")
+    malformed: str | None = Field(None, description="Why the LLM's output did not parse.")
+
+    def skips(self, context_id: str) -> list[Skip]:
+        """A failed call is recorded as a skip with reason ``llm_error``, so the run counts it
+        and ``--retry-errors`` asks again."""
+        if self.error is None:
+            return []
+        return [Skip(id=f"{context_id}:relations", reason="llm_error", detail=self.error)]
+
+
+def extract_relations(
+    client: ChatClient, context: Context, parsed: ParsedContext, limit: int
+) -> RelationExtraction:
+    """III-A2: triples proposed by the LLM, kept only when they pass the filters."""
+    user = render_prompt("relation_extraction.user", context=context.context, limit=limit)
+    try:
+        outputs, usage = client.structured(
+            load_prompt("relation_extraction.system"), user, ProposedTriples
+        )
+    except LLMCallFailed as error:
+        return RelationExtraction(error=str(error))
+    proposed = outputs[0]
+    if isinstance(proposed, Malformed):
+        return RelationExtraction(usage=usage, malformed=proposed.error)
+    answers, dropped = relation_answers(proposed.triples, context.id, context.context, parsed)
+    return RelationExtraction(answers=answers[:limit], usage=usage, dropped=dropped)

@@ -25,6 +25,7 @@ import structlog
 from pydantic import BaseModel
 
 from cq2a import outputs as out
+from cq2a.candidates import test_cases_of
 from cq2a.graph.state import merge_by_id, union
 from cq2a.inputs import InputError, read_contexts
 from cq2a.llm.breaker import LLMUnavailable
@@ -33,7 +34,6 @@ from cq2a.models import Answer, Candidate, Context, Skip, Verdict
 from cq2a.preflight import JudgeProbeFailed, PreflightFailed
 from cq2a.services import release_services, services_for
 from cq2a.settings import Settings
-from cq2a.stages import test_cases_of
 
 EventHandler = Callable[[dict[str, Any]], None]
 

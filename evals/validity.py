@@ -33,13 +33,14 @@ from pydantic import BaseModel
 
 from cq2a.answers import answer_tokens
 from cq2a.checks import answer_leaks_into_question, question_length_is_ok
-from cq2a.consistency import compare_with_gold, reask
+from cq2a.comparison import compare_with_gold
+from cq2a.extraction import extract_context
 from cq2a.generation import generate_questions, new_slots
 from cq2a.models import Answer, AnswerKind, Attempt, Candidate, Context, TestCase
 from cq2a.oracle import compared_form, judge_verdicts
+from cq2a.reasking import reask
 from cq2a.services import Services, release_services, services_for
 from cq2a.settings import Settings
-from cq2a.stages import extract_answers
 
 
 class HumanQuestion(BaseModel):
@@ -166,7 +167,7 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
     generated = on_target = 0
     examples = []
     for context in contexts:
-        answers, _, _ = extract_answers(services, context)
+        answers = extract_context(services, context).answers
         for answer in answers[:answers_per_context]:
             slots = new_slots(answer, settings.questions_per_entity)
             filled, _ = generate_questions(

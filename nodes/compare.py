@@ -8,10 +8,11 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
+from cq2a.candidates import at_step, settle
+from cq2a.comparison import compare_with_gold
 from cq2a.graph.state import ContextState
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
-from cq2a.stages import compare_round
 from cq2a.trace import emit
 
 
@@ -19,7 +20,15 @@ def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     context = state["context"]
     started = time.perf_counter()
     run = services(runtime)
-    compared = compare_round(run, state.get("candidates", []))
+    settings = run.settings
+    compared = [
+        settle(candidate, settings.max_attempts)
+        for candidate in compare_with_gold(
+            at_step(state.get("candidates", []), "compare"),
+            run.embedder.similarity_pairs,
+            run.consistency_threshold,
+        )
+    ]
     for candidate in compared:
         accepted = candidate.status == "accepted"
         emit(
@@ -43,7 +52,6 @@ def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
         seconds=round(time.perf_counter() - started, 3),
     )
     candidates = {c.id: c for c in state.get("candidates", [])} | {c.id: c for c in compared}
-    settings = run.settings
     # Every round settles each slot or spends one of its attempts; a slot whose LLM call
     # failed spent none and gets the extra rounds to catch up.
     rounds = settings.max_attempts + settings.error_rounds

@@ -7,12 +7,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from cq2a.candidates import test_cases_of
 from cq2a.graph.state import RunState
 from cq2a.models import Context
 from cq2a.nodes._runtime import services
 from cq2a.services import release_services
 from cq2a.settings import Settings
-from cq2a.stages import evaluate_cases, run_sut, test_cases_of
+from cq2a.suite import evaluate_cases
 from cq2a.trace import emit
 
 
@@ -22,8 +23,7 @@ def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     contexts = {c.id: c for c in map(Context.model_validate, state.get("contexts", []))}
     cases = test_cases_of(state.get("candidates", []), contexts)
     emit("stage_started", stage="evaluate", counts={"test_cases": len(cases)})
-    sut_answers = run_sut(run, cases)
-    verdicts, usage = evaluate_cases(run, cases, sut_answers)
+    verdicts, usage = evaluate_cases(run, cases)
     emit(
         "stage_finished",
         stage="evaluate",

@@ -7,17 +7,31 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from cq2a.candidates import at_step, settle
+from cq2a.fanout import parallel_map
 from cq2a.graph.state import ContextState
+from cq2a.llm.usage import Usage, sum_usage
+from cq2a.models import Candidate
 from cq2a.nodes._runtime import services
+from cq2a.reasking import reask as reask_candidate
 from cq2a.settings import Settings
-from cq2a.stages import reask_round
 from cq2a.trace import emit
 
 
 def reask(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     context = state["context"]
+    run = services(runtime)
+    settings = run.settings
     started = time.perf_counter()
-    updated, usage = reask_round(services(runtime), context, state.get("candidates", []))
+
+    def ask(candidate: Candidate) -> tuple[Candidate, Usage]:
+        return reask_candidate(
+            run.llm.reasker, context, candidate, settings.votes, len(candidate.attempts)
+        )
+
+    results = parallel_map(ask, at_step(state.get("candidates", []), "reask"), settings.concurrency)
+    updated = [settle(candidate, settings.max_attempts) for candidate, _ in results]
+    usage = sum_usage(usage for _, usage in results)
     emit(
         "stage_finished",
         context_id=context.id,

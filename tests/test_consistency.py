@@ -2,10 +2,11 @@
 
 import pytest
 
-from cq2a.consistency import compare_with_gold, settle
+from cq2a.candidates import settle
+from cq2a.comparison import compare_with_gold
 from cq2a.generation import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
 from cq2a.llm.client import Malformed
-from cq2a.models import Answer, AnswerKind, Attempt, Candidate, RejectReason
+from cq2a.models import Answer, AnswerKind, Attempt, Candidate, CheckResult, RejectReason
 from cq2a.oracle import (
     answer_type_mismatch,
     compared_form,
@@ -13,6 +14,8 @@ from cq2a.oracle import (
     consistent_by_similarity,
     same_yes_no,
 )
+
+CHECK_PASSED = CheckResult(name="length", passed=True)
 
 ANSWER = Answer(
     id="c:e0",
@@ -63,6 +66,53 @@ def test_settle_accepts_rejects_for_good_or_keeps_pending():
     assert settle(candidate_with(failed), max_attempts=2).status == "pending"
     last = failed.model_copy(update={"number": 2})
     assert settle(candidate_with(last, attempts_before=1), max_attempts=2).status == "rejected"
+
+
+def test_settle_names_each_slot_s_next_step():
+    passed = candidate_with(Attempt(number=1, question="q", explanation="e", similarity=0.9))
+    assert settle(passed, max_attempts=2).next_step == "done"
+    failed = Attempt(number=1, question="q", explanation="e", reasons=[RejectReason.LEAK])
+    assert settle(candidate_with(failed), max_attempts=2).next_step == "generate"
+    last = failed.model_copy(update={"number": 2})
+    assert settle(candidate_with(last, attempts_before=1), max_attempts=2).next_step == "done"
+
+
+@pytest.mark.parametrize(
+    ("attempt", "status", "step"),
+    [
+        (None, "pending", "generate"),
+        (Attempt(number=1, question="q", explanation="e"), "pending", "check"),
+        (
+            Attempt(number=1, question="q", explanation="e", checks=[CHECK_PASSED]),
+            "pending",
+            "reask",
+        ),
+        (
+            Attempt(number=1, question="q", explanation="e", checks=[CHECK_PASSED], votes=["x"]),
+            "pending",
+            "compare",
+        ),
+        (
+            Attempt(number=1, question="q", explanation="e", reasons=[RejectReason.LEAK]),
+            "pending",
+            "generate",
+        ),
+        (Attempt(number=1, question="q", explanation="e", similarity=0.9), "accepted", "done"),
+    ],
+)
+def test_a_checkpoint_written_without_next_step_resumes_at_the_step_its_fields_imply(
+    attempt, status, step
+):
+    record = (
+        candidate_with(attempt).model_dump()
+        if attempt
+        else candidate_with(Attempt(number=1, question="q", explanation="e")).model_dump()
+        | {"attempts": []}
+    )
+    record |= {"status": status}
+    del record["next_step"]
+    assert Candidate.model_validate(record).next_step == step
+    assert Candidate.model_validate(record | {"next_step": "reask"}).next_step == "reask"
 
 
 def test_fill_slots_records_missing_and_malformed_outputs():

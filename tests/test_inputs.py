@@ -102,16 +102,16 @@ def test_shipped_sample_reads_cleanly():
 
 
 def test_bad_input_sentence_of_1000_tokens_is_left_out_of_extraction():
-    from cq2a.extraction import extract_entities
+    from cq2a.extraction import drop_long_sentences, extract_entities
     from cq2a.models import Context
     from cq2a.parsing import get_parser
-    from cq2a.stages import drop_long_sentences
 
     long_sentence = "The Normans met " + ", ".join(["the Franks"] * 400) + " in the north."
     context = Context(id="long", context=f"{GOOD} {long_sentence}")
     parsed = get_parser("spacy").parse(context)
     assert max(len(s.tokens) for s in parsed.sentences) > 1000
-    kept = drop_long_sentences(parsed, max_tokens=400)
+    kept, left_out = drop_long_sentences(parsed, max_tokens=400)
+    assert [len(s.tokens) > 1000 for s in left_out] == [True]
     assert kept.sentences and all(len(s.tokens) <= 400 for s in kept.sentences)
     answers = extract_entities(kept, context)
     assert answers and all(a.start < len(GOOD) for a in answers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from pydantic import BaseModel
 
@@ -31,6 +32,11 @@ class Usage(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
         )
+
+
+def sum_usage(usages: Iterable[Usage]) -> Usage:
+    """The traffic of several calls together."""
+    return sum(usages, Usage())
 
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:

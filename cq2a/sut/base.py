@@ -42,6 +42,12 @@ def check_answers(name: str, answers: object, expected: int) -> list[str]:
     return [answer.strip() for answer in answers]
 
 
+def truncated_inputs(sut: QASystem, items: list[SUTQuery]) -> list[bool] | None:
+    """Which inputs an adapter with a window (seq2seq) cut to fit it; None for one without."""
+    truncated = getattr(sut, "truncated", None)
+    return None if truncated is None else truncated(items)
+
+
 def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str]:
     """``sut.answer(items)``, or ``SUTError`` once it has taken ``spec.timeout_s`` per batch.
 

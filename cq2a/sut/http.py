@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from cq2a.fanout import parallel_map
 from cq2a.sut.base import SUTError, SUTQuery, check_answers
 
 HTTPMode = Literal["auto", "batch", "single"]
@@ -56,8 +56,7 @@ class HTTPSUT:
                 if self.mode == "batch":
                     raise SUTError(f"{self.name} refused a batch request: {refusal}") from None
                 self.mode = "single"
-        with ThreadPoolExecutor(max_workers=min(self.batch_size, len(items))) as pool:
-            answers = list(pool.map(self._answer_one, items))
+        answers = parallel_map(self._answer_one, items, self.batch_size)
         return check_answers(self.name, answers, len(items))
 
     def _answer_batches(self, items: list[SUTQuery]) -> list[str]:

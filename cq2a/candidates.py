@@ -1,0 +1,72 @@
+"""A candidate's bookkeeping: changes to its current attempt, its next step, its fate, and the
+test case an accepted one becomes.
+
+A slot moves generate -> check -> reask -> compare -> done (``Candidate.next_step``). Each step
+sets the next one when its attempt passes; ``settle`` decides the rest: accepted, sent back to
+generate while attempts are left, or rejected for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cq2a.models import Candidate, CandidateStep, Context, RejectReason, TestCase
+
+
+def with_attempt(candidate: Candidate, **changes: object) -> Candidate:
+    """A copy of the candidate whose current attempt has ``changes`` applied."""
+    attempt = candidate.current.model_copy(update=changes)
+    return candidate.model_copy(update={"attempts": [*candidate.attempts[:-1], attempt]})
+
+
+def reject(candidate: Candidate, reason: RejectReason, **changes: object) -> Candidate:
+    reasons = [*candidate.current.reasons, reason]
+    return with_attempt(candidate, reasons=list(dict.fromkeys(reasons)), **changes)
+
+
+def at_step(candidates: Sequence[Candidate], step: CandidateStep) -> list[Candidate]:
+    """The candidates waiting for ``step``, in order."""
+    return [c for c in candidates if c.next_step == step]
+
+
+def settle(candidate: Candidate, max_attempts: int) -> Candidate:
+    """Accept a candidate that passed everything; send a rejected one back to generation, or
+    reject it for good once it is out of attempts."""
+    if candidate.status != "pending" or not candidate.attempts:
+        return candidate
+    attempt = candidate.current
+    if not attempt.rejected and attempt.similarity is not None:
+        return candidate.model_copy(update={"status": "accepted", "next_step": "done"})
+    if attempt.rejected and len(candidate.attempts) >= max_attempts:
+        return candidate.model_copy(update={"status": "rejected", "next_step": "done"})
+    if attempt.rejected:
+        return candidate.model_copy(update={"next_step": "generate"})
+    return candidate
+
+
+def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context]) -> list[TestCase]:
+    """Accepted candidates as test cases (III-D)."""
+    cases = []
+    for candidate in candidates:
+        if candidate.status != "accepted":
+            continue
+        attempt = candidate.current
+        answer = candidate.answer
+        cases.append(
+            TestCase(
+                id=candidate.id,
+                context_id=candidate.context_id,
+                context=contexts[candidate.context_id].context,
+                question=attempt.question,
+                answer=answer.text,
+                kind=answer.kind,
+                sentence=answer.sentence,
+                start=answer.start,
+                end=answer.end,
+                explanation=attempt.explanation,
+                attempts=len(candidate.attempts),
+                votes=attempt.votes,
+                similarity=attempt.similarity or 0.0,
+            )
+        )
+    return cases

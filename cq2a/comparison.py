@@ -1,0 +1,32 @@
+"""Comparison with the gold answer (III-C2 step 2): the re-asked majority answer must be the
+answer the question was generated for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cq2a.candidates import reject, with_attempt
+from cq2a.embeddings import SimilarityPairs
+from cq2a.models import Candidate, RejectReason
+
+
+def compare_with_gold(
+    candidates: Sequence[Candidate], similarity_pairs: SimilarityPairs, threshold: float
+) -> list[Candidate]:
+    """III-C2 step 2: the majority answer must be at least ``threshold`` similar to the gold.
+
+    The similarity is recorded either way; ``settle`` then accepts the candidate, or sends it
+    back to generation."""
+    if not candidates:
+        return []
+    gold = [c.answer.text for c in candidates]
+    majority = [c.current.majority_answer or "" for c in candidates]
+    scores = similarity_pairs(majority, gold)
+    compared = []
+    for candidate, score in zip(candidates, scores, strict=True):
+        score = round(float(score), 4)
+        if score >= threshold:
+            compared.append(with_attempt(candidate, similarity=score))
+        else:
+            compared.append(reject(candidate, RejectReason.INCONSISTENT, similarity=score))
+    return compared

@@ -1,0 +1,19 @@
+"""Fan-out over threads: the pipeline's LLM and SUT calls wait on the network, not the CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+def parallel_map(fn: Callable[[In], Out], items: Sequence[In], workers: int) -> list[Out]:
+    """``[fn(item) for item in items]`` on up to ``workers`` threads: results in item order, and
+    the error of the first item that failed is raised."""
+    if len(items) <= 1 or workers <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))

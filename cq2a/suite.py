@@ -1,0 +1,234 @@
+"""Saved suites: the accepted tests of a run, re-run against another version of the software
+under test without generating anything (``cq2a test``), and compared with an earlier verdict set.
+
+A suite is a run directory (its ``test_cases.jsonl``) or a JSONL file of test cases. Evaluation
+is III-D alone: the SUT answers every test in batches, then the two-stage oracle decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from cq2a import outputs as out
+from cq2a.llm.breaker import LLMUnavailable
+from cq2a.llm.usage import BudgetExceeded, Usage
+from cq2a.models import TestCase, Verdict
+from cq2a.oracle import oracle_verdicts
+from cq2a.services import Services, release_services, services_for
+from cq2a.settings import Settings
+from cq2a.sut.base import SUTQuery, answer_within, truncated_inputs
+
+#: Why a suite run stops early: the judge's LLM is down or its spending cap is reached.
+STOP_ERRORS: tuple[type[BaseException], ...] = (BudgetExceeded, LLMUnavailable, KeyboardInterrupt)
+
+
+class SuiteError(ValueError):
+    """The suite or a previous directory cannot be read; the message says which line and why."""
+
+
+def evaluate_cases(services: Services, cases: list[TestCase]) -> tuple[list[Verdict], Usage]:
+    """III-D: the software under test answers every test in batches, then the two-stage oracle
+    decides; each verdict says whether the SUT saw its whole input (an adapter with a window
+    reports what it cut)."""
+    if not cases:
+        return [], Usage()
+    settings = services.settings
+    queries = [SUTQuery(question=case.question, context=case.context) for case in cases]
+    sut_answers = answer_within(services.sut, queries, settings.sut)
+    verdicts, usage = oracle_verdicts(
+        services.llm.judge,
+        cases,
+        sut_answers,
+        services.embedder.similarity_pairs,
+        threshold=services.oracle_threshold,
+        judge_threshold=settings.judge_threshold,
+        concurrency=settings.concurrency,
+    )
+    flags = truncated_inputs(services.sut, queries)
+    if flags is not None:
+        verdicts = [
+            v.model_copy(update={"sut_input_truncated": flag})
+            for v, flag in zip(verdicts, flags, strict=True)
+        ]
+    return verdicts, usage
+
+
+def load_suite(path: str | Path) -> list[TestCase]:
+    """The test cases of a run directory or a JSONL suite file, in order."""
+    path = Path(path)
+    file = path / out.TEST_CASES if path.is_dir() else path
+    if not file.is_file():
+        raise SuiteError(f"no suite at {path}: expected a run directory or a {out.TEST_CASES}")
+    cases = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            cases.append(TestCase.model_validate_json(line))
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            detail = f"{where}: {first['msg']}"
+            raise SuiteError(f"{file}:{number}: not a test case ({detail})") from None
+    ids = Counter(case.id for case in cases)
+    twice = [test_id for test_id, count in ids.items() if count > 1]
+    if twice:
+        raise SuiteError(f"{file}: test ids occur more than once: {', '.join(twice[:5])}")
+    return cases
+
+
+def previous_verdicts(previous: str | Path) -> dict[str, Verdict]:
+    """The verdicts of an earlier ``cq2a run`` or ``cq2a test`` directory, by test id."""
+    file = Path(previous) / out.VERDICTS
+    if not file.is_file():
+        raise SuiteError(f"no {out.VERDICTS} in {previous}: give a cq2a run or test directory")
+    return {v.test_id: v for v in map(Verdict.model_validate, out.read_jsonl(file))}
+
+
+class VerdictDiff(BaseModel):
+    """How this run's verdicts differ from an earlier run's on the same tests, by test id."""
+
+    fixed: list[str]
+    still_failing: list[str]
+    newly_failing: list[str]
+    not_in_previous: list[str]
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(ids) for name, ids in self.model_dump().items()}
+
+
+def diff_verdicts(before: dict[str, Verdict], after: list[Verdict]) -> VerdictDiff:
+    """Fixed (a bug before, none now), still failing, newly failing (regressions), and tests
+    the earlier run did not have. An unjudged verdict is neither a bug nor a pass: it is left
+    out of fixed and newly failing."""
+    diff: dict[str, list[str]] = {name: [] for name in VerdictDiff.model_fields}
+    for verdict in after:
+        old = before.get(verdict.test_id)
+        if old is None:
+            diff["not_in_previous"].append(verdict.test_id)
+        elif old.bug and verdict.bug:
+            diff["still_failing"].append(verdict.test_id)
+        elif old.bug and verdict.stage != "unjudged":
+            diff["fixed"].append(verdict.test_id)
+        elif verdict.bug and old.stage != "unjudged":
+            diff["newly_failing"].append(verdict.test_id)
+    return VerdictDiff(**diff)
+
+
+class SuiteSummary(BaseModel):
+    out_dir: str
+    status: str
+    message: str = ""
+    counts: dict[str, Any]
+    diff: VerdictDiff | None = None
+    usage: Usage
+    seconds: float
+
+
+def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
+    return {
+        "test_cases": len(cases),
+        "judged": sum(v.stage == "judge" for v in verdicts),
+        "unjudged": sum(v.stage == "unjudged" for v in verdicts),
+        "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
+        "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
+        "bugs": sum(v.bug for v in verdicts),
+        "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
+    }
+
+
+def run_suite(
+    suite: str | Path,
+    out_dir: str | Path,
+    settings: Settings,
+    *,
+    filter_failing: str | Path | None = None,
+    compare: str | Path | None = None,
+    force: bool = False,
+) -> SuiteSummary:
+    """Run the SUT and the oracle over a saved suite; every outcome leaves verdicts, bugs and
+    run.json in ``out_dir``.
+
+    ``filter_failing``: only the tests that were bugs in that earlier directory. ``compare``:
+    the verdicts are diffed with that directory's (fixed, still failing, newly failing)."""
+    from cq2a.run import RunDirError, bug_record, package_versions
+
+    started = time.time()
+    out_dir = Path(out_dir)
+    cases = load_suite(suite)
+    if filter_failing is not None:
+        failing = {i for i, v in previous_verdicts(filter_failing).items() if v.bug}
+        cases = [case for case in cases if case.id in failing]
+    before = previous_verdicts(compare) if compare is not None else None
+    run_file = out_dir / out.RUN
+    if run_file.exists() and not force:
+        raise RunDirError(f"{out_dir} holds an earlier run; choose another --out or pass --force")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if settings.cache_path is None:
+        settings = settings.model_copy(update={"cache_path": str(out_dir / out.LLM_CACHE)})
+    run_key = "suite:" + hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:12]
+    release_services()
+    status, message, error = "finished", "", None
+    verdicts: list[Verdict] = []
+    usage = Usage()
+    try:
+        verdicts, usage = evaluate_cases(services_for(settings, run_key), cases)
+    except STOP_ERRORS as stop:
+        status, message = "stopped", f"{stop or 'interrupted'}; once fixed, run the same command"
+    except Exception as failure:
+        status = "failed"
+        message = f"{type(failure).__name__}: {failure}; after a fix, run the same command"
+        error = {
+            "type": type(failure).__name__,
+            "message": str(failure),
+            "traceback": traceback.format_exc(),
+        }
+    finally:
+        release_services(run_key)
+    counts = suite_counts(cases, verdicts)
+    if status == "finished" and counts["unjudged"]:
+        status = "incomplete"
+        message = f"{counts['unjudged']} verdicts are unjudged (the judge gave no verdict)"
+    case_by_id = {case.id: case for case in cases}
+    out.write_jsonl(out_dir / out.TEST_CASES, cases)
+    out.write_jsonl(out_dir / out.VERDICTS, verdicts)
+    out.write_jsonl(out_dir / out.BUGS, [bug_record(v, case_by_id) for v in verdicts if v.bug])
+    diff = diff_verdicts(before, verdicts) if before is not None and verdicts else None
+    finished = time.time()
+    record = {
+        "kind": "test",
+        "status": status,
+        "message": message,
+        "error": error,
+        "suite": str(suite),
+        "filter_failing": str(filter_failing) if filter_failing is not None else None,
+        "compare": str(compare) if compare is not None else None,
+        "seconds": round(finished - started, 2),
+        "models": {
+            "judge": settings.judge.model,
+            "sut": f"{settings.sut.kind}:{settings.sut.model}",
+            "embedding": settings.embedding_model,
+        },
+        "versions": package_versions(),
+        "settings": settings.public_dump(),
+        "counts": counts,
+        "diff": diff.model_dump() if diff else None,
+        "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
+    }
+    out.write_json(run_file, record)
+    return SuiteSummary(
+        out_dir=str(out_dir),
+        status=status,
+        message=message,
+        counts=counts,
+        diff=diff,
+        usage=usage,
+        seconds=record["seconds"],
+    )
