@@ -1,4 +1,4 @@
-"""The ``cq2a`` command line: run, demo, extract, report, doctor, llm serve|fetch."""
+"""The ``cq2a`` command line: run, demo, test, extract, report, doctor, llm serve|fetch."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="a small run on the shipped SQuAD sample, offline")
     _add_run_options(demo, default_out="runs/demo", default_limit=2)
+
+    test = commands.add_parser(
+        "test", help="re-run a saved suite against the SUT, generating nothing (for CI)"
+    )
+    test.add_argument("suite", help="a cq2a run directory, or a test_cases.jsonl suite file")
+    _add_test_options(test)
 
     extract = commands.add_parser("extract", help="print answer candidates (no LLM)")
     extract.add_argument("input")
@@ -80,8 +86,35 @@ def _add_run_options(
     sub.add_argument("--judge-threshold", type=int, default=None)
     sub.add_argument("--max-tokens", type=int, default=None, help="stop the run at this spend")
     sub.add_argument("--max-cost", type=float, default=None)
+    _add_gate_options(sub)
+
+
+def _add_test_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--out", required=True, help="where verdicts, bugs and run.json go")
+    sub.add_argument("--sut", default=None, help="KIND:MODEL, e.g. callable:mypkg.qa:answer")
+    sub.add_argument(
+        "--filter-failing", default=None, metavar="PREVIOUS", help="only PREVIOUS's bugs"
+    )
+    sub.add_argument(
+        "--compare", default=None, metavar="PREVIOUS", help="diff the verdicts with PREVIOUS's"
+    )
+    sub.add_argument("--force", action="store_true", help="overwrite an earlier run in --out")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.add_argument("--model", default=None, help="the judge's model")
+    sub.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
+    sub.add_argument("--base-url", default=None)
+    sub.add_argument("--concurrency", type=int, default=None)
+    sub.add_argument("--oracle-threshold", type=float, default=None)
+    sub.add_argument("--judge-threshold", type=int, default=None)
+    sub.add_argument("--max-tokens", type=int, default=None, help="stop the run at this spend")
+    sub.add_argument("--max-cost", type=float, default=None)
+    _add_gate_options(sub)
+
+
+def _add_gate_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--fail-on-bugs", type=int, default=None, help="exit 1 at N or more bugs")
     sub.add_argument("--fail-on-bug-rate", type=float, default=None, help="exit 1 above rate")
+    sub.add_argument("--junit", default=None, metavar="FILE", help="write JUnit XML to FILE")
 
 
 def settings_from_args(args: argparse.Namespace, base: Any = None) -> Any:
@@ -173,11 +206,60 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) ->
     )
     if summary.message:
         print(f"cq2a: {summary.message}", file=sys.stderr)
-    if summary.status == "failed":
+    if args.junit:
+        from cq2a.junit import write_junit
+
+        write_junit(args.junit, summary.run_dir, f"cq2a run {input_path}", summary.seconds)
+    return exit_code_for(summary.status, counts, args)
+
+
+def exit_code_for(status: str, counts: dict[str, Any], args: argparse.Namespace) -> int:
+    if status == "failed":
         return EXIT_FAILED
-    if summary.status != "finished":
+    if status != "finished":
         return EXIT_STOPPED
     return exit_code_for_bugs(counts["bugs"], counts["test_cases"], args)
+
+
+def command_test(args: argparse.Namespace) -> int:
+    from cq2a.run import RunDirError
+    from cq2a.suite import run_suite
+
+    settings = settings_from_args(args)
+    try:
+        summary = run_suite(
+            args.suite,
+            args.out,
+            settings,
+            filter_failing=args.filter_failing,
+            compare=args.compare,
+            force=args.force,
+        )
+    except (RunDirError, ValueError, OSError) as error:
+        print(f"cq2a: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    counts = summary.counts
+    print(
+        f"{summary.status}: {counts['test_cases']} tests, {counts['bugs']} bugs, "
+        f"{counts['unjudged']} unjudged, {summary.usage.total_tokens} tokens, "
+        f"{summary.seconds:.0f}s -> {summary.out_dir}"
+    )
+    if summary.diff is not None:
+        diff = summary.diff
+        print(
+            f"compared with {args.compare}: {len(diff.fixed)} fixed, "
+            f"{len(diff.still_failing)} still failing, {len(diff.newly_failing)} newly failing, "
+            f"{len(diff.not_in_previous)} not in it"
+        )
+        for test_id in diff.newly_failing:
+            print(f"  newly failing: {test_id}")
+    if summary.message:
+        print(f"cq2a: {summary.message}", file=sys.stderr)
+    if args.junit:
+        from cq2a.junit import write_junit
+
+        write_junit(args.junit, summary.out_dir, f"cq2a test {args.suite}", summary.seconds)
+    return exit_code_for(summary.status, counts, args)
 
 
 def exit_code_for_bugs(bugs: int, cases: int, args: argparse.Namespace) -> int:
@@ -214,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_run(args, Path(args.input))
     if args.command == "demo":
         return command_run(args, demo_input(), demo_settings())
+    if args.command == "test":
+        return command_test(args)
     if args.command == "extract":
         return command_extract(args)
     if args.command == "doctor":

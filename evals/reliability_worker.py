@@ -97,6 +97,17 @@ def decoding_sut(items: list[Any]) -> list[str]:
     return answers
 
 
+def swapped_sut(items: list[Any]) -> list[str]:
+    """A second version of ``decoding_sut``: right exactly where it was wrong and wrong where it
+    was right, so a suite re-run shows every earlier bug fixed and every pass newly failing."""
+    first = decoding_sut(items)
+    answers = []
+    for item, answer in zip(items, first, strict=True):
+        match = _QUOTED.search(item.question)
+        answers.append(SUT_MISS if answer != SUT_MISS or match is None else match.group(1)[::-1])
+    return answers
+
+
 def broken_sut(items: list[Any]) -> list[str]:
     """A software under test that crashes on every call."""
     raise RuntimeError("SUT crashed")

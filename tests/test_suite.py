@@ -1,0 +1,134 @@
+"""``cq2a test``: a saved suite re-run against another SUT with the scripted judge, the verdict
+diff, ``--filter-failing``, JUnit XML, and bad suites."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cq2a import outputs as out
+from cq2a.cli import main
+from cq2a.services import release_services
+from cq2a.suite import SuiteError, load_suite
+from cq2a.testing.scripted_server import ScriptedLLMServer
+from evals import reliability_worker as worker
+
+WORKER = "callable:evals.reliability_worker"
+COMMON = ["--model", "scripted", "--backend", "compatible", "--no-progress"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtimes():
+    release_services()
+    yield
+    release_services()
+
+
+def ids(path: Path) -> set[str]:
+    return {r["test_id"] for r in out.read_jsonl(path)}
+
+
+def test_a_suite_reruns_against_a_second_sut_and_the_diff_names_exactly_what_changed(
+    tmp_path, capsys
+):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
+    run_dir, second, recheck = tmp_path / "run", tmp_path / "second", tmp_path / "recheck"
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        live = [*COMMON, "--base-url", server.base_url]
+        code = main(
+            ["run", str(input_path), "--out", str(run_dir), "--sut", f"{WORKER}:decoding_sut"]
+            + ["--answers-per-context", "2", "--questions-per-entity", "2", "--no-relations"]
+            + ["--no-judge-probe", "--junit", str(tmp_path / "run.xml"), *live]
+        )
+        assert code == 0
+        generated = len(server.requests)
+        code = main(
+            ["test", str(run_dir), "--out", str(second), "--sut", f"{WORKER}:swapped_sut"]
+            + ["--compare", str(run_dir), "--junit", str(tmp_path / "second.xml"), *live]
+        )
+        assert code == 0
+        code = main(
+            ["test", str(run_dir), "--out", str(recheck), "--sut", f"{WORKER}:swapped_sut"]
+            + ["--filter-failing", str(run_dir), "--fail-on-bugs", "1", *live]
+        )
+        asked = [json.dumps(r.body) for r in server.requests[generated:]]
+    assert code == 0  # every earlier bug is fixed in the second SUT
+    assert not any("Target answer" in body for body in asked)  # nothing was generated
+
+    suite = load_suite(run_dir)
+    first_bugs, all_tests = ids(run_dir / out.BUGS), {case.id for case in suite}
+    assert first_bugs and first_bugs != all_tests  # the first SUT passes some tests
+    assert ids(second / out.BUGS) == all_tests - first_bugs
+    record = out.read_json(second / out.RUN)
+    assert record["kind"] == "test" and record["status"] == "finished"
+    assert set(record["diff"]["fixed"]) == first_bugs
+    assert set(record["diff"]["newly_failing"]) == all_tests - first_bugs
+    assert record["diff"]["still_failing"] == [] and record["diff"]["not_in_previous"] == []
+    printed = capsys.readouterr().out
+    assert f"{len(first_bugs)} fixed" in printed
+    assert f"{len(all_tests - first_bugs)} newly failing" in printed
+    assert ids(recheck / out.VERDICTS) == first_bugs and not ids(recheck / out.BUGS)
+
+    for xml_file, bugs in (("run.xml", first_bugs), ("second.xml", all_tests - first_bugs)):
+        root = ET.parse(tmp_path / xml_file).getroot()
+        (testsuite,) = root.iter("testsuite")
+        cases = testsuite.findall("testcase")
+        assert int(testsuite.get("tests")) == len(cases) == len(all_tests)
+        assert int(testsuite.get("failures")) == len(bugs)
+        failed = [c for c in cases if c.find("failure") is not None]
+        assert sorted(c.get("name").split(": ")[0] for c in failed) == sorted(bugs)
+        for case in failed:
+            text = case.find("failure").text
+            assert "gold answer:" in text and "SUT answer:" in text and "judge:" in text
+
+
+def test_a_suite_gates_ci_on_its_bugs(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        live = [*COMMON, "--base-url", server.base_url]
+        main(
+            ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
+            + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe", *live]
+        )
+        bugs = len(out.read_jsonl(tmp_path / "run" / out.BUGS))
+        assert bugs
+        test = ["test", str(tmp_path / "run"), "--sut", f"{WORKER}:decoding_sut", *live]
+        assert main([*test, "--out", str(tmp_path / "a"), "--fail-on-bugs", str(bugs)]) == 1
+        assert main([*test, "--out", str(tmp_path / "b"), "--fail-on-bugs", str(bugs + 1)]) == 0
+        assert main([*test, "--out", str(tmp_path / "b")]) == 2  # an earlier run is kept
+
+
+def test_a_bad_suite_line_is_named_and_nothing_is_run(tmp_path, capsys):
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text('{"id": "a"}\n', encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"suite.jsonl:1: not a test case"):
+        load_suite(suite)
+    assert main(["test", str(suite), "--out", str(tmp_path / "t")]) == 2
+    assert "suite.jsonl:1" in capsys.readouterr().err
+    assert not (tmp_path / "t" / out.RUN).exists()
+
+
+def test_a_dead_judge_is_not_a_pass(tmp_path):
+    from cq2a.llm.local_server import free_port
+
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        main(
+            ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
+            + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe"]
+            + [*COMMON, "--base-url", server.base_url]
+        )
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    code = main(
+        ["test", str(tmp_path / "run"), "--out", str(tmp_path / "t"), "--sut"]
+        + [f"{WORKER}:decoding_sut", *COMMON, "--base-url", dead]
+    )
+    record = out.read_json(tmp_path / "t" / out.RUN)
+    assert code == 3 and record["status"] in ("stopped", "incomplete")
+    assert record["counts"]["bugs"] == 0 and (tmp_path / "t" / out.VERDICTS).exists()
