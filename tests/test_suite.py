@@ -132,3 +132,29 @@ def test_a_dead_judge_is_not_a_pass(tmp_path):
     record = out.read_json(tmp_path / "t" / out.RUN)
     assert code == 3 and record["status"] in ("stopped", "incomplete")
     assert record["counts"]["bugs"] == 0 and (tmp_path / "t" / out.VERDICTS).exists()
+
+
+def test_assert_suite_fails_with_the_bug_table_and_passes_a_fixed_sut(tmp_path):
+    from cq2a.testing.suites import assert_suite
+
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        main(
+            ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
+            + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe"]
+            + [*COMMON, "--base-url", server.base_url]
+        )
+        judge = worker.settings_for(server.base_url)
+        bugs = out.read_jsonl(tmp_path / "run" / out.BUGS)
+        with pytest.raises(AssertionError, match=rf"{len(bugs)} of \d+ tests are bugs") as failed:
+            assert_suite(tmp_path / "run", f"{WORKER}:decoding_sut", tmp_path / "a", settings=judge)
+        assert all(b["test_id"] in str(failed.value) for b in bugs)
+        passed = assert_suite(
+            tmp_path / "run",
+            f"{WORKER}:decoding_sut",
+            tmp_path / "b",
+            max_bugs=len(bugs),
+            settings=judge,
+        )
+    assert passed.counts["bugs"] == len(bugs)
