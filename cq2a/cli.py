@@ -1,4 +1,5 @@
-"""The ``cq2a`` command line: run, demo, test, extract, report, doctor, llm serve|fetch."""
+"""The ``cq2a`` command line: run, demo, test, suite export|merge, extract, report, doctor,
+llm serve|fetch."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     test.add_argument("suite", help="a cq2a run directory, or a test_cases.jsonl suite file")
     _add_test_options(test)
+
+    suite = commands.add_parser("suite", help="export or merge suites of accepted tests")
+    suite_commands = suite.add_subparsers(dest="suite_command", required=True)
+    export = suite_commands.add_parser("export", help="a run's tests as a suite file")
+    export.add_argument("run_dir")
+    export.add_argument("--to", required=True, help="the suite file to write (JSONL)")
+    merge = suite_commands.add_parser("merge", help="several suites as one")
+    merge.add_argument("suites", nargs="+", help="run directories or suite files")
+    merge.add_argument("--to", required=True)
 
     extract = commands.add_parser("extract", help="print answer candidates (no LLM)")
     extract.add_argument("input")
@@ -271,6 +281,21 @@ def exit_code_for_bugs(bugs: int, cases: int, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_suite(args: argparse.Namespace) -> int:
+    from cq2a.suite import export_suite, merge_suites
+
+    try:
+        if args.suite_command == "export":
+            count = export_suite(args.run_dir, args.to)
+        else:
+            count = merge_suites(args.suites, args.to)
+    except (ValueError, OSError) as error:
+        print(f"cq2a: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {count} tests to {args.to}")
+    return EXIT_OK
+
+
 def command_extract(args: argparse.Namespace) -> int:
     from cq2a.extraction import extract_entities
     from cq2a.inputs import read_contexts
@@ -298,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_run(args, demo_input(), demo_settings())
     if args.command == "test":
         return command_test(args)
+    if args.command == "suite":
+        return command_suite(args)
     if args.command == "extract":
         return command_extract(args)
     if args.command == "doctor":

@@ -8,9 +8,11 @@ is III-D alone: the SUT answers every test in batches, then the two-stage oracle
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import traceback
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +62,25 @@ def evaluate_cases(services: Services, cases: list[TestCase]) -> tuple[list[Verd
     return verdicts, usage
 
 
+#: The first line of an exported suite file says what it is and where its tests come from.
+SUITE_FORMAT = "cq2a-suite"
+SUITE_VERSION = 1
+
+
+def suite_header(line: str) -> dict[str, Any] | None:
+    """The header of an exported suite, if ``line`` is one."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or record.get("format") != SUITE_FORMAT:
+        return None
+    return record
+
+
 def load_suite(path: str | Path) -> list[TestCase]:
-    """The test cases of a run directory or a JSONL suite file, in order."""
+    """The test cases of a run directory, its ``test_cases.jsonl``, or an exported suite file,
+    in order."""
     path = Path(path)
     file = path / out.TEST_CASES if path.is_dir() else path
     if not file.is_file():
@@ -69,6 +88,14 @@ def load_suite(path: str | Path) -> list[TestCase]:
     cases = []
     for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
+            continue
+        header = suite_header(line) if number == 1 else None
+        if header is not None:
+            if header.get("version") != SUITE_VERSION:
+                raise SuiteError(
+                    f"{file}: suite version {header.get('version')} is not {SUITE_VERSION}; "
+                    "upgrade cq2a to read it"
+                )
             continue
         try:
             cases.append(TestCase.model_validate_json(line))
@@ -82,6 +109,55 @@ def load_suite(path: str | Path) -> list[TestCase]:
     if twice:
         raise SuiteError(f"{file}: test ids occur more than once: {', '.join(twice[:5])}")
     return cases
+
+
+def export_suite(run_dir: str | Path, to: str | Path) -> int:
+    """Write a run's accepted tests as a self-describing suite file (a header line with its
+    provenance, then one test case per line) that can be committed and reviewed."""
+    run_dir = Path(run_dir)
+    cases = load_suite(run_dir)
+    run_file = run_dir / out.RUN
+    run = out.read_json(run_file) if run_file.is_file() else {}
+    header = {
+        "format": SUITE_FORMAT,
+        "version": SUITE_VERSION,
+        "tests": len(cases),
+        "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+        "sources": [
+            {
+                "run_dir": str(run_dir),
+                "run_id": run.get("run_id"),
+                "input": run.get("input"),
+                "models": run.get("models"),
+                "seed": run.get("seed"),
+                "versions": {"cq2a": (run.get("versions") or {}).get("cq2a")},
+            }
+        ],
+    }
+    out.write_jsonl(Path(to), [header, *cases])
+    return len(cases)
+
+
+def merge_suites(suites: list[str | Path], to: str | Path) -> int:
+    """One suite of several: the first test of each id is kept, and the sources are listed."""
+    cases: dict[str, TestCase] = {}
+    sources: list[Any] = []
+    for suite in suites:
+        path = Path(suite)
+        first = path.read_text(encoding="utf-8").split("\n", 1)[0] if path.is_file() else ""
+        header = suite_header(first)
+        sources.extend(header.get("sources", []) if header else [{"suite": str(suite)}])
+        for case in load_suite(suite):
+            cases.setdefault(case.id, case)
+    header = {
+        "format": SUITE_FORMAT,
+        "version": SUITE_VERSION,
+        "tests": len(cases),
+        "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+        "sources": sources,
+    }
+    out.write_jsonl(Path(to), [header, *cases.values()])
+    return len(cases)
 
 
 def previous_verdicts(previous: str | Path) -> dict[str, Verdict]:

@@ -158,3 +158,43 @@ def test_assert_suite_fails_with_the_bug_table_and_passes_a_fixed_sut(tmp_path):
             settings=judge,
         )
     assert passed.counts["bugs"] == len(bugs)
+
+
+def case(test_id: str, question: str = "Which region took its name from the Normans?") -> dict:
+    return {
+        "id": test_id,
+        "context_id": test_id.split(":")[0],
+        "context": "The Normans gave their name to Normandy, a region in France.",
+        "question": question,
+        "answer": "Normandy",
+        "kind": "entity-word",
+        "sentence": "The Normans gave their name to Normandy, a region in France.",
+        "explanation": "The passage names Normandy.",
+        "attempts": 1,
+        "votes": ["Normandy"] * 5,
+        "similarity": 1.0,
+    }
+
+
+def test_an_exported_suite_describes_itself_reads_back_and_merges_without_twins(tmp_path):
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    out.write_jsonl(run_a / out.TEST_CASES, [case("c1:e0:q0"), case("c1:e0:q1")])
+    out.write_json(run_a / out.RUN, {"run_id": "r-a", "input": "in.jsonl", "seed": 7})
+    out.write_jsonl(run_b / out.TEST_CASES, [case("c1:e0:q1", "A twin?"), case("c2:e0:q0")])
+    assert main(["suite", "export", str(run_a), "--to", str(tmp_path / "a.jsonl")]) == 0
+    header, *rest = out.read_jsonl(tmp_path / "a.jsonl")
+    assert header["format"] == "cq2a-suite" and header["version"] == 1 and header["tests"] == 2
+    assert header["sources"][0]["run_id"] == "r-a" and header["sources"][0]["seed"] == 7
+    assert [c.id for c in load_suite(tmp_path / "a.jsonl")] == ["c1:e0:q0", "c1:e0:q1"]
+
+    merged = tmp_path / "merged.jsonl"
+    assert main(["suite", "merge", str(tmp_path / "a.jsonl"), str(run_b), "--to", str(merged)]) == 0
+    cases = load_suite(merged)
+    assert [c.id for c in cases] == ["c1:e0:q0", "c1:e0:q1", "c2:e0:q0"]
+    assert cases[1].question.startswith("Which region")  # the first of two twins is kept
+    assert len(out.read_jsonl(merged)[0]["sources"]) == 2
+
+    future = tmp_path / "future.jsonl"
+    future.write_text('{"format": "cq2a-suite", "version": 9}\n', encoding="utf-8")
+    with pytest.raises(SuiteError, match="version 9"):
+        load_suite(future)
