@@ -1,5 +1,5 @@
-"""The ``cq2a`` command line: run, demo, test, suite export|merge, extract, report, doctor,
-llm serve|fetch."""
+"""The ``cq2a`` command line: run, demo, test, suite export|merge, estimate, extract, report,
+doctor, llm serve|fetch."""
 
 from __future__ import annotations
 
@@ -42,6 +42,31 @@ def build_parser() -> argparse.ArgumentParser:
     merge = suite_commands.add_parser("merge", help="several suites as one")
     merge.add_argument("suites", nargs="+", help="run directories or suite files")
     merge.add_argument("--to", required=True)
+
+    estimate = commands.add_parser(
+        "estimate", help="expected LLM requests, tokens and cost of a run, before it starts"
+    )
+    estimate.add_argument("input")
+    estimate.add_argument(
+        "--from",
+        dest="from_run",
+        default=None,
+        metavar="RUN",
+        help="measure the rates on an earlier run directory",
+    )
+    estimate.add_argument("--limit", type=int, default=None, help="first N contexts only")
+    estimate.add_argument("--model", default=None)
+    estimate.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
+    estimate.add_argument("--base-url", default=None)
+    estimate.add_argument("--sut", default=None)
+    estimate.add_argument("--answers-per-context", type=int, default=None)
+    estimate.add_argument("--questions-per-entity", type=int, default=None)
+    estimate.add_argument("--questions-per-relation", type=int, default=None)
+    estimate.add_argument("--no-relations", action="store_true")
+    estimate.add_argument("--demo", action="store_true", help="with the demo's settings")
+    estimate.add_argument("--price-per-1k-prompt", type=float, default=None)
+    estimate.add_argument("--price-per-1k-completion", type=float, default=None)
+    estimate.add_argument("--json", action="store_true")
 
     extract = commands.add_parser("extract", help="print answer candidates (no LLM)")
     extract.add_argument("input")
@@ -144,6 +169,8 @@ def settings_from_args(args: argparse.Namespace, base: Any = None) -> Any:
         "judge_threshold": "judge_threshold",
         "max_tokens": "max_tokens",
         "max_cost": "max_cost",
+        "price_per_1k_prompt": "price_per_1k_prompt",
+        "price_per_1k_completion": "price_per_1k_completion",
     }
     for arg, field in simple.items():
         if getattr(args, arg, None) is not None:
@@ -296,6 +323,34 @@ def command_suite(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_estimate(args: argparse.Namespace) -> int:
+    from cq2a.estimate import Rates, estimate_run
+
+    settings = settings_from_args(args, demo_settings() if args.demo else None)
+    try:
+        rates = Rates.from_run(args.from_run) if args.from_run else Rates()
+        figures = estimate_run(args.input, settings, rates, args.limit)
+    except (ValueError, OSError, KeyError) as error:
+        print(f"cq2a: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return EXIT_OK
+    print(
+        f"{figures['contexts']} contexts, {figures['answers']} answers, "
+        f"{figures['question_slots']} question slots, about {figures['expected_tests']} tests "
+        f"(rates: {rates.source})"
+    )
+    print(f"{'stage':<10}{'requests':>10}{'prompt':>12}{'completion':>12}")
+    for name, stage in [*figures["stages"].items(), ("total", figures["total"])]:
+        print(
+            f"{name:<10}{stage['requests']:>10}{stage['prompt_tokens']:>12}"
+            f"{stage['completion_tokens']:>12}"
+        )
+    print(f"total tokens {figures['total']['total_tokens']}, cost {figures['cost']:.4f}")
+    return EXIT_OK
+
+
 def command_extract(args: argparse.Namespace) -> int:
     from cq2a.extraction import extract_entities
     from cq2a.inputs import read_contexts
@@ -325,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         return command_test(args)
     if args.command == "suite":
         return command_suite(args)
+    if args.command == "estimate":
+        return command_estimate(args)
     if args.command == "extract":
         return command_extract(args)
     if args.command == "doctor":

@@ -1,0 +1,63 @@
+"""``cq2a estimate``: rates measured on a run, and the estimate against what a scripted run
+really sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from cq2a import outputs as out
+from cq2a.cli import main
+from cq2a.estimate import Rates, estimate_run, rejection_per_round
+from cq2a.run import run_pipeline
+from cq2a.services import release_services
+from cq2a.testing.scripted_server import ScriptedLLMServer
+from evals import reliability_worker as worker
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtimes():
+    release_services()
+    yield
+    release_services()
+
+
+@pytest.mark.parametrize(("attempts", "max_attempts"), [(1.0, 2), (1.5, 2), (1.75, 3), (2.0, 2)])
+def test_the_rejection_rate_reproduces_the_mean_attempts(attempts, max_attempts):
+    p = rejection_per_round(attempts, max_attempts)
+    assert sum(p**k for k in range(max_attempts)) == pytest.approx(attempts, abs=1e-6)
+
+
+def test_an_estimate_from_a_run_s_rates_is_within_30_percent_of_what_another_run_sent(tmp_path):
+    measured = worker.write_input(tmp_path / "a.jsonl", worker.contexts(2))
+    other = worker.write_input(tmp_path / "b.jsonl", worker.contexts(4, prefix="other")[2:])
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        settings = worker.settings_for(server.base_url, answers_per_context=2)
+        run_pipeline(measured, tmp_path / "a", settings)
+        release_services()
+        run_pipeline(other, tmp_path / "b", settings)
+    rates = Rates.from_run(tmp_path / "a")
+    candidates = out.read_jsonl(tmp_path / "a" / out.CANDIDATES)
+    attempts = sum(len(c["attempts"]) for c in candidates)
+    assert rates.attempts_per_slot == attempts / len(candidates) > 1.0
+    assert 0 < rates.accepted_per_slot <= 1 and 0 < rates.judged_per_test <= 1
+
+    figures = estimate_run(other, settings, rates)
+    actual = out.read_json(tmp_path / "b" / out.RUN)["usage"]
+    assert figures["total"]["requests"] == pytest.approx(actual["requests"], rel=0.3)
+    assert figures["total"]["total_tokens"] == pytest.approx(actual["total_tokens"], rel=0.3)
+    expected_tests = len(out.read_jsonl(tmp_path / "b" / out.TEST_CASES))
+    assert figures["expected_tests"] == pytest.approx(expected_tests, rel=0.3)
+
+
+def test_estimate_prints_a_table_per_stage_and_refuses_a_run_dir_without_candidates(
+    tmp_path, capsys
+):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    assert main(["estimate", str(input_path), "--no-relations"]) == 0
+    printed = capsys.readouterr().out
+    for stage in ("generate", "reask", "evaluate", "total"):
+        assert f"\n{stage}" in printed
+    (tmp_path / "empty").mkdir()
+    assert main(["estimate", str(input_path), "--from", str(tmp_path / "empty")]) == 2
+    assert "no candidates.jsonl" in capsys.readouterr().err
