@@ -134,6 +134,11 @@ def _add_test_options(sub: argparse.ArgumentParser) -> None:
         "--compare", default=None, metavar="PREVIOUS", help="diff the verdicts with PREVIOUS's"
     )
     sub.add_argument("--force", action="store_true", help="overwrite an earlier run in --out")
+    sub.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="re-run only the tests --out's earlier test left without a verdict or unjudged",
+    )
     sub.add_argument("--no-progress", action="store_true")
     sub.add_argument("--model", default=None, help="the judge's model")
     sub.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
@@ -271,6 +276,7 @@ def command_test(args: argparse.Namespace) -> int:
             filter_failing=args.filter_failing,
             compare=args.compare,
             force=args.force,
+            retry_errors=args.retry_errors,
         )
     except (RunDirError, ValueError, OSError) as error:
         print(f"cq2a: {error}", file=sys.stderr)

@@ -208,6 +208,19 @@ class SuiteSummary(BaseModel):
     seconds: float
 
 
+def retry_state(out_dir: Path) -> tuple[list[TestCase], list[Verdict], Usage]:
+    """An earlier ``cq2a test`` directory's tests, the verdicts it settled, and what it spent."""
+    from cq2a.run import RunDirError
+
+    run_file = out_dir / out.RUN
+    if not run_file.exists() or out.read_json(run_file).get("kind") != "test":
+        raise RunDirError(f"nothing to retry in {out_dir}: it holds no cq2a test run")
+    record = out.read_json(run_file)
+    settled = [v for v in previous_verdicts(out_dir).values() if v.stage != "unjudged"]
+    spent = {k: v for k, v in (record.get("usage") or {}).items() if k in Usage.model_fields}
+    return load_suite(out_dir), settled, Usage(**spent)
+
+
 def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
     return {
         "test_cases": len(cases),
@@ -228,25 +241,38 @@ def run_suite(
     filter_failing: str | Path | None = None,
     compare: str | Path | None = None,
     force: bool = False,
+    retry_errors: bool = False,
 ) -> SuiteSummary:
     """Run the SUT and the oracle over a saved suite; every outcome leaves verdicts, bugs and
     run.json in ``out_dir``.
 
     ``filter_failing``: only the tests that were bugs in that earlier directory. ``compare``:
-    the verdicts are diffed with that directory's (fixed, still failing, newly failing)."""
+    the verdicts are diffed with that directory's (fixed, still failing, newly failing).
+    ``retry_errors``: ``out_dir`` holds an earlier ``cq2a test`` of these tests; only those it
+    left without a verdict (a stop, a failure) or unjudged run again."""
     from cq2a.run import RunDirError, bug_record, package_versions
 
     started = time.time()
     out_dir = Path(out_dir)
-    cases = load_suite(suite)
-    if filter_failing is not None:
-        failing = {i for i, v in previous_verdicts(filter_failing).items() if v.bug}
-        cases = [case for case in cases if case.id in failing]
-    before = previous_verdicts(compare) if compare is not None else None
     run_file = out_dir / out.RUN
-    if run_file.exists() and not force:
-        raise RunDirError(f"{out_dir} holds an earlier run; choose another --out or pass --force")
+    kept: list[Verdict] = []
+    spent = Usage()
+    if retry_errors:
+        cases, kept, spent = retry_state(out_dir)
+    else:
+        if run_file.exists() and not force:
+            raise RunDirError(
+                f"{out_dir} holds an earlier run; choose another --out, pass --force, or "
+                "--retry-errors to re-run only its tests without a verdict"
+            )
+        cases = load_suite(suite)
+        if filter_failing is not None:
+            failing = {i for i, v in previous_verdicts(filter_failing).items() if v.bug}
+            cases = [case for case in cases if case.id in failing]
+    before = previous_verdicts(compare) if compare is not None else None
     out_dir.mkdir(parents=True, exist_ok=True)
+    done = {v.test_id for v in kept}
+    todo = [case for case in cases if case.id not in done]
     if settings.cache_path is None:
         settings = settings.model_copy(update={"cache_path": str(out_dir / out.LLM_CACHE)})
     run_key = "suite:" + hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:12]
@@ -254,13 +280,14 @@ def run_suite(
     status, message, error = "finished", "", None
     verdicts: list[Verdict] = []
     usage = Usage()
+    again = "run the same command with --retry-errors"
     try:
-        verdicts, usage = evaluate_cases(services_for(settings, run_key), cases)
+        verdicts, usage = evaluate_cases(services_for(settings, run_key), todo)
     except STOP_ERRORS as stop:
-        status, message = "stopped", f"{stop or 'interrupted'}; once fixed, run the same command"
+        status, message = "stopped", f"{stop or 'interrupted'}; once fixed, {again}"
     except Exception as failure:
         status = "failed"
-        message = f"{type(failure).__name__}: {failure}; after a fix, run the same command"
+        message = f"{type(failure).__name__}: {failure}; after a fix, {again}"
         error = {
             "type": type(failure).__name__,
             "message": str(failure),
@@ -268,10 +295,13 @@ def run_suite(
         }
     finally:
         release_services(run_key)
+    by_id = {v.test_id: v for v in [*kept, *verdicts]}
+    verdicts = [by_id[case.id] for case in cases if case.id in by_id]
+    usage = spent + usage
     counts = suite_counts(cases, verdicts)
     if status == "finished" and counts["unjudged"]:
         status = "incomplete"
-        message = f"{counts['unjudged']} verdicts are unjudged (the judge gave no verdict)"
+        message = f"{counts['unjudged']} verdicts are unjudged (the judge gave no verdict); {again}"
     case_by_id = {case.id: case for case in cases}
     out.write_jsonl(out_dir / out.TEST_CASES, cases)
     out.write_jsonl(out_dir / out.VERDICTS, verdicts)

@@ -113,10 +113,12 @@ def test_a_bad_suite_line_is_named_and_nothing_is_run(tmp_path, capsys):
     assert not (tmp_path / "t" / out.RUN).exists()
 
 
-def test_a_dead_judge_is_not_a_pass(tmp_path):
+def test_a_dead_judge_is_not_a_pass_and_retry_errors_settles_only_what_it_left(tmp_path):
     from cq2a.llm.local_server import free_port
 
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    test = ["test", str(tmp_path / "run"), "--out", str(tmp_path / "t")]
+    test += ["--sut", f"{WORKER}:decoding_sut", *COMMON]
     with ScriptedLLMServer() as server:
         worker.script().install(server.rules)
         main(
@@ -124,14 +126,20 @@ def test_a_dead_judge_is_not_a_pass(tmp_path):
             + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe"]
             + [*COMMON, "--base-url", server.base_url]
         )
-    dead = f"http://127.0.0.1:{free_port()}/v1"
-    code = main(
-        ["test", str(tmp_path / "run"), "--out", str(tmp_path / "t"), "--sut"]
-        + [f"{WORKER}:decoding_sut", *COMMON, "--base-url", dead]
-    )
+        dead = f"http://127.0.0.1:{free_port()}/v1"
+        code = main([*test, "--base-url", dead])
+        record = out.read_json(tmp_path / "t" / out.RUN)
+        assert code == 3 and record["status"] in ("stopped", "incomplete")
+        assert "--retry-errors" in record["message"]
+        assert record["counts"]["bugs"] == 0 and (tmp_path / "t" / out.VERDICTS).exists()
+        before = len(server.requests)
+        assert main([*test, "--base-url", server.base_url, "--retry-errors"]) == 0
+        judged_again = len(server.requests) - before
     record = out.read_json(tmp_path / "t" / out.RUN)
-    assert code == 3 and record["status"] in ("stopped", "incomplete")
-    assert record["counts"]["bugs"] == 0 and (tmp_path / "t" / out.VERDICTS).exists()
+    assert record["status"] == "finished"
+    assert ids(tmp_path / "t" / out.BUGS) == ids(tmp_path / "run" / out.BUGS)
+    assert ids(tmp_path / "t" / out.VERDICTS) == ids(tmp_path / "run" / out.VERDICTS)
+    assert judged_again == len(ids(tmp_path / "run" / out.BUGS))  # only the unjudged ones
 
 
 def test_assert_suite_fails_with_the_bug_table_and_passes_a_fixed_sut(tmp_path):
