@@ -123,11 +123,24 @@ def estimate_run(
     input_path: str | Path, settings: Settings, rates: Rates, limit: int | None = None
 ) -> dict[str, Any]:
     """Expected LLM traffic and cost of ``cq2a run`` on this input with these settings."""
+    contexts, _ = read_contexts(input_path, settings.max_context_chars)
+    return estimate_contexts(contexts[:limit], settings, rates) | {"input": str(input_path)}
+
+
+def estimate_contexts(
+    contexts: list[Context], settings: Settings, rates: Rates, sample: int | None = None
+) -> dict[str, Any]:
+    """``estimate_run`` on these contexts; with ``sample``, on the first ``sample`` of them,
+    scaled to all (so a large input is estimated in seconds)."""
+    if sample is not None and len(contexts) > sample:
+        figures = estimate_contexts(contexts[:sample], settings, rates)
+        return scaled(figures, len(contexts) / sample) | {
+            "contexts": len(contexts),
+            "sampled_contexts": sample,
+        }
     from cq2a.extraction import drop_long_sentences, extract_entities
     from cq2a.parsing import get_parser
 
-    contexts, _ = read_contexts(input_path, settings.max_context_chars)
-    contexts = contexts[:limit]
     parser = get_parser(settings.parser)
     stages = {name: StageEstimate() for name in ("extract", "generate", "reask", "evaluate")}
     cap = settings.answers_per_context
@@ -179,7 +192,6 @@ def estimate_run(
         + total.completion_tokens / 1000 * settings.price_per_1k_completion
     )
     return {
-        "input": str(input_path),
         "contexts": len(contexts),
         "answers": round(answers_total, 1),
         "question_slots": round(slots_total, 1),
@@ -254,4 +266,33 @@ def rounded(stage: StageEstimate) -> dict[str, int]:
         "requests": round(stage.requests),
         "prompt_tokens": round(stage.prompt_tokens),
         "completion_tokens": round(stage.completion_tokens),
+    }
+
+
+def scaled(figures: dict[str, Any], factor: float) -> dict[str, Any]:
+    """The figures of a sample, scaled to the whole input."""
+
+    def scale(stage: dict[str, int]) -> dict[str, int]:
+        return {name: round(value * factor) for name, value in stage.items()}
+
+    return figures | {
+        "answers": round(figures["answers"] * factor, 1),
+        "question_slots": round(figures["question_slots"] * factor, 1),
+        "expected_tests": round(figures["expected_tests"] * factor, 1),
+        "stages": {name: scale(stage) for name, stage in figures["stages"].items()},
+        "total": scale(figures["total"]),
+        "cost": round(figures["cost"] * factor, 4),
+    }
+
+
+def estimate_error(figures: dict[str, Any], actual_total_tokens: int) -> dict[str, Any]:
+    """The estimate beside what the run really spent; ``error`` is (estimate - actual) / actual."""
+    expected = figures["total"]["total_tokens"]
+    error = (expected - actual_total_tokens) / actual_total_tokens if actual_total_tokens else None
+    return {
+        "total_tokens": expected,
+        "requests": figures["total"]["requests"],
+        "actual_total_tokens": actual_total_tokens,
+        "error": None if error is None else round(error, 3),
+        "rates": figures["rates"]["source"],
     }

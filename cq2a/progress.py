@@ -50,6 +50,12 @@ class RunProgress:
         )
         if name == "run_started":
             self.total_contexts = int(event.get("contexts", 0))
+        elif name == "run_estimate" and self.enabled:
+            total = event["total"]
+            self.console.print(
+                f"estimate: about {total['requests']} LLM requests and {total['total_tokens']} "
+                "tokens (default rates; `cq2a estimate --from RUN` measures them on a run)"
+            )
         elif name == "stage_started" and event.get("stage") == "extract":
             self.counts["contexts started"] += 1
         elif name == "context_finished":

@@ -223,8 +223,11 @@ def run_pipeline(
         "max_concurrency": max(settings.concurrency, 2),
         "recursion_limit": 200 + 20 * len(contexts),
     }
+    estimate = None if resume or retry_errors else run_estimate(contexts, settings)
     if on_event is not None:
         on_event({"event": "run_started", "contexts": len(contexts), "skipped": len(skipped)})
+        if estimate is not None:
+            on_event({"event": "run_estimate", **estimate})
     with open_checkpointed_graph(run_dir) as graph:
         if resume and not graph.get_state(config).values:
             raise RunDirError(
@@ -248,6 +251,10 @@ def run_pipeline(
     usage = values.get("usage") or Usage()
     record = run_record(run_id, input_path, settings, started, outcome, counts, usage, values)
     record["skipped"] = [s.model_dump() for s in skipped]
+    if estimate is not None:
+        from cq2a.estimate import estimate_error
+
+        record["estimate"] = estimate_error(estimate, usage.total_tokens)
     record["repaired"] = [{"id": c.id, "note": c.note} for c in contexts if c.note]
     out.write_json(run_dir / out.RUN, record)
     return RunSummary(
@@ -258,6 +265,22 @@ def run_pipeline(
         usage=usage,
         seconds=record["seconds"],
     )
+
+
+#: Contexts the estimate printed before a run is computed on (then scaled to the input).
+ESTIMATE_SAMPLE = 10
+
+
+def run_estimate(contexts: list[Context], settings: Settings) -> dict[str, Any] | None:
+    """``cq2a estimate``'s figures with the default rates, on a sample of the contexts; None
+    when the parser cannot load (the preflight then says why)."""
+    from cq2a.estimate import Rates, estimate_contexts
+    from cq2a.parsing.base import ParserUnavailable
+
+    try:
+        return estimate_contexts(contexts, settings, Rates(), sample=ESTIMATE_SAMPLE)
+    except ParserUnavailable:
+        return None
 
 
 @contextmanager

@@ -49,6 +49,24 @@ def test_an_estimate_from_a_run_s_rates_is_within_30_percent_of_what_another_run
     expected_tests = len(out.read_jsonl(tmp_path / "b" / out.TEST_CASES))
     assert figures["expected_tests"] == pytest.approx(expected_tests, rel=0.3)
 
+    # Every run records the estimate made before it started (default rates) beside its usage.
+    recorded = out.read_json(tmp_path / "b" / out.RUN)["estimate"]
+    assert recorded["actual_total_tokens"] == actual["total_tokens"]
+    assert recorded["rates"] == "defaults" and recorded["total_tokens"] > 0
+    error = (recorded["total_tokens"] - actual["total_tokens"]) / actual["total_tokens"]
+    assert recorded["error"] == pytest.approx(error, abs=1e-3)
+
+
+def test_a_large_input_is_estimated_on_a_sample_scaled_to_all_of_it():
+    from cq2a.estimate import estimate_contexts
+
+    settings = worker.settings_for("http://127.0.0.1:9/v1")
+    contexts = worker.contexts(8)  # the 4 texts twice
+    whole = estimate_contexts(contexts, settings, Rates())
+    sampled = estimate_contexts(contexts, settings, Rates(), sample=4)
+    assert sampled["contexts"] == 8 and sampled["sampled_contexts"] == 4
+    assert sampled["total"]["total_tokens"] == pytest.approx(whole["total"]["total_tokens"], 0.01)
+
 
 def test_estimate_prints_a_table_per_stage_and_refuses_a_run_dir_without_candidates(
     tmp_path, capsys
