@@ -69,12 +69,20 @@ def bare_yes_no(answer: str) -> str | None:
     return label if label is not None and all(w in filler for w in rest) else None
 
 
+#: Words of a lead-in that never came to its answer ("The answer to the question is:").
+_LEAD_IN_WORDS = frozenset("answer answers question correct final following".split())
+
+
 def is_abstention(answer: str) -> bool:
-    """An answer that declines to answer ("", "unanswerable", "not mentioned in the text")."""
+    """An answer that declines to answer ("", "unanswerable", "not mentioned in the text"), or
+    says nothing: only a lead-in and function words ("The answer to the question is:")."""
     text = normalize_answer(answer).casefold()
-    return not text or any(
-        text == phrase or text.startswith(phrase + " ") for phrase in _ABSTENTIONS
-    )
+    if not text or any(text == phrase or text.startswith(phrase + " ") for phrase in _ABSTENTIONS):
+        return True
+    if normalize_yes_no(text) is not None:
+        return False
+    filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _LEAD_IN_WORDS
+    return all(word in filler for word in words(text))
 
 
 def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:

@@ -149,6 +149,15 @@ def test_oracle_stages():
         ("Who led the Normans?", "Rollo", "", "abstained"),
         ("Who ruled Iceland in 911?", "unanswerable", "Rollo", "answered a question"),
         ("Who led the Normans?", "Rollo", "Rollo, their leader", None),
+        # a lead-in that never reaches its answer (SmolLM2-135M, as the demo's SUT, wrote it)
+        (
+            "What dynasty had a major impact?",
+            "The Norman dynasty",
+            "The answer to the question is:",
+            "abstained",
+        ),
+        ("Who led the Normans?", "Rollo", "The answer is Rollo.", None),
+        ("Which countries were they from?", "Denmark", "The three countries are:", None),
     ],
 )
 def test_answer_type_mismatch_is_decided_by_rule(question, gold, sut, reason):
