@@ -32,19 +32,20 @@ QUESTION_CHARS = 70
 
 
 class Rates(BaseModel):
-    """What only the LLM decides, per unit. The defaults are rough guesses for a small local
-    model; ``from_run`` measures them on a run directory (``cq2a estimate --from RUN``)."""
+    """What only the LLM decides, per unit. The defaults were measured on two offline demo-sized
+    runs (4 SQuAD 2.0 contexts, qwen2.5-coder-1.5B in every role; see evals/README.md#estimate);
+    ``from_run`` measures them on a run directory (``cq2a estimate --from RUN``)."""
 
     source: str = "defaults"
-    attempts_per_slot: float = 1.7
-    checks_pass: float = 0.75
+    attempts_per_slot: float = 1.9
+    checks_pass: float = 0.45
     accepted_per_slot: float = 0.25
-    judged_per_test: float = 0.5
-    relations_per_context: float = 1.0
-    completion_per_question: float = 45.0
-    completion_per_vote: float = 8.0
-    completion_per_judge: float = 60.0
-    completion_per_relation_call: float = 150.0
+    judged_per_test: float = 0.9
+    relations_per_context: float = 0.0
+    completion_per_question: float = 68.0
+    completion_per_vote: float = 6.3
+    completion_per_judge: float = 54.0
+    completion_per_relation_call: float = 105.0
     #: Measured on a run; None: one request when the re-asker honours ``n``, else one per vote.
     reask_requests_per_question: float | None = None
 
