@@ -7,6 +7,8 @@ import re
 import string
 from collections import Counter
 
+from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS
+
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 _QUOTES = "\"'`“”‘’«»"
@@ -125,11 +127,7 @@ def majority_vote(answers: list[str]) -> tuple[str, int]:
 
 
 #: Words that neither restate a question nor answer it: they may sit anywhere in an answer.
-_FUNCTION_WORDS = frozenset(
-    "a an the of to in on at by for from with as and or but into over under about after before "
-    "his her its their our my your this that these those is are was were be been being has have "
-    "had do does did it they he she which who whom whose what when where".split()
-)
+_FILLER = FUNCTION_WORDS | NON_LEXICAL_VERBS | frozenset("when where after before".split())
 
 
 def _stem(word: str) -> str:
@@ -151,11 +149,11 @@ def strip_restated_question(answer: str, question: str, min_restated: int = 3) -
     stays ("The energy crisis" for "What led to ... energy?"). Any other answer is returned
     unchanged."""
     spans = list(_CONTEXT_WORD.finditer(answer))
-    asked = {_stem(w) for w in answer_tokens(question) if w not in _FUNCTION_WORDS}
+    asked = {_stem(w) for w in answer_tokens(question) if w not in _FILLER}
     kinds = []
     for span in spans:
         word = span.group().casefold()
-        if word in _FUNCTION_WORDS:
+        if word in _FILLER:
             kinds.append("function")
         elif _stem(word) in asked:
             kinds.append("asked")
