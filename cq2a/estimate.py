@@ -89,17 +89,16 @@ class Rates(BaseModel):
         )
 
 
-def stage_usage(trace: Path) -> dict[str, dict[str, int]]:
-    """LLM usage per stage, summed over a run's ``stage_finished`` events."""
-    totals: dict[str, Counter[str]] = defaultdict(Counter)
+def stage_usage(trace: Path) -> defaultdict[str, Counter[str]]:
+    """LLM usage per stage, summed over a run's ``stage_finished`` events; 0 for a stage or a
+    figure the run never reported."""
+    totals: defaultdict[str, Counter[str]] = defaultdict(Counter)
     if trace.is_file():
         for line in trace.read_text(encoding="utf-8").splitlines():
             event = json.loads(line)
             if event.get("event") == "stage_finished" and event.get("usage"):
                 totals[event["stage"]].update(event["usage"])
-    return defaultdict(lambda: {"requests": 0, "completion_tokens": 0, "prompt_tokens": 0}) | {
-        stage: dict(counter) for stage, counter in totals.items()
-    }
+    return totals
 
 
 def tokens(*texts: str) -> float:
