@@ -8,7 +8,11 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cq2a.run import RunSummary
+    from cq2a.suite import SuiteSummary
 
 EXIT_OK, EXIT_BUGS, EXIT_USAGE, EXIT_STOPPED, EXIT_FAILED = 0, 1, 2, 3, 4
 
@@ -246,21 +250,24 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) ->
         f"{counts['bugs']} bugs, {summary.usage.total_tokens} tokens, "
         f"{summary.seconds:.0f}s -> {summary.run_dir}"
     )
+    return finish(args, summary, summary.run_dir, f"cq2a run {input_path}")
+
+
+def finish(
+    args: argparse.Namespace, summary: RunSummary | SuiteSummary, out_dir: str, name: str
+) -> int:
+    """The end of ``run`` and ``test``: the outcome's message, the JUnit file, the exit code."""
     if summary.message:
         print(f"cq2a: {summary.message}", file=sys.stderr)
     if args.junit:
         from cq2a.junit import write_junit
 
-        write_junit(args.junit, summary.run_dir, f"cq2a run {input_path}", summary.seconds)
-    return exit_code_for(summary.status, counts, args)
-
-
-def exit_code_for(status: str, counts: dict[str, Any], args: argparse.Namespace) -> int:
-    if status == "failed":
+        write_junit(args.junit, out_dir, name, summary.seconds)
+    if summary.status == "failed":
         return EXIT_FAILED
-    if status != "finished":
+    if summary.status != "finished":
         return EXIT_STOPPED
-    return exit_code_for_bugs(counts["bugs"], counts["test_cases"], args)
+    return exit_code_for_bugs(summary.counts["bugs"], summary.counts["test_cases"], args)
 
 
 def command_test(args: argparse.Namespace) -> int:
@@ -296,13 +303,7 @@ def command_test(args: argparse.Namespace) -> int:
         )
         for test_id in diff.newly_failing:
             print(f"  newly failing: {test_id}")
-    if summary.message:
-        print(f"cq2a: {summary.message}", file=sys.stderr)
-    if args.junit:
-        from cq2a.junit import write_junit
-
-        write_junit(args.junit, summary.out_dir, f"cq2a test {args.suite}", summary.seconds)
-    return exit_code_for(summary.status, counts, args)
+    return finish(args, summary, summary.out_dir, f"cq2a test {args.suite}")
 
 
 def exit_code_for_bugs(bugs: int, cases: int, args: argparse.Namespace) -> int:

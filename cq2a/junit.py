@@ -70,9 +70,10 @@ def junit_xml(name: str, cases: list[TestCase], verdicts: list[Verdict], seconds
 
 def write_junit(path: str | Path, run_dir: str | Path, name: str, seconds: float) -> Path:
     """JUnit XML from a run or test directory's test cases and verdicts."""
-    run_dir = Path(run_dir)
-    cases = [TestCase.model_validate(r) for r in out.read_jsonl(run_dir / out.TEST_CASES)]
-    verdicts = [Verdict.model_validate(r) for r in out.read_jsonl(run_dir / out.VERDICTS)]
+    from cq2a.suite import load_suite, previous_verdicts
+
+    cases = load_suite(run_dir)
+    verdicts = list(previous_verdicts(run_dir).values())
     path = Path(path)
     out.write_atomic(path, junit_xml(name, cases, verdicts, seconds))
     return path

@@ -81,16 +81,21 @@ def suite_header(line: str) -> dict[str, Any] | None:
 def load_suite(path: str | Path) -> list[TestCase]:
     """The test cases of a run directory, its ``test_cases.jsonl``, or an exported suite file,
     in order."""
+    return read_suite(path)[1]
+
+
+def read_suite(path: str | Path) -> tuple[dict[str, Any] | None, list[TestCase]]:
+    """An exported suite's header (None for a run's test_cases.jsonl) and its test cases."""
     path = Path(path)
     file = path / out.TEST_CASES if path.is_dir() else path
     if not file.is_file():
         raise SuiteError(f"no suite at {path}: expected a run directory or a {out.TEST_CASES}")
+    header = None
     cases = []
     for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
-        header = suite_header(line) if number == 1 else None
-        if header is not None:
+        if number == 1 and (header := suite_header(line)) is not None:
             if header.get("version") != SUITE_VERSION:
                 raise SuiteError(
                     f"{file}: suite version {header.get('version')} is not {SUITE_VERSION}; "
@@ -108,47 +113,12 @@ def load_suite(path: str | Path) -> list[TestCase]:
     twice = [test_id for test_id, count in ids.items() if count > 1]
     if twice:
         raise SuiteError(f"{file}: test ids occur more than once: {', '.join(twice[:5])}")
-    return cases
+    return header, cases
 
 
-def export_suite(run_dir: str | Path, to: str | Path) -> int:
-    """Write a run's accepted tests as a self-describing suite file (a header line with its
-    provenance, then one test case per line) that can be committed and reviewed."""
-    run_dir = Path(run_dir)
-    cases = load_suite(run_dir)
-    run_file = run_dir / out.RUN
-    run = out.read_json(run_file) if run_file.is_file() else {}
-    header = {
-        "format": SUITE_FORMAT,
-        "version": SUITE_VERSION,
-        "tests": len(cases),
-        "exported": datetime.now(UTC).isoformat(timespec="seconds"),
-        "sources": [
-            {
-                "run_dir": str(run_dir),
-                "run_id": run.get("run_id"),
-                "input": run.get("input"),
-                "models": run.get("models"),
-                "seed": run.get("seed"),
-                "versions": {"cq2a": (run.get("versions") or {}).get("cq2a")},
-            }
-        ],
-    }
-    out.write_jsonl(Path(to), [header, *cases])
-    return len(cases)
-
-
-def merge_suites(suites: list[str | Path], to: str | Path) -> int:
-    """One suite of several: the first test of each id is kept, and the sources are listed."""
-    cases: dict[str, TestCase] = {}
-    sources: list[Any] = []
-    for suite in suites:
-        path = Path(suite)
-        first = path.read_text(encoding="utf-8").split("\n", 1)[0] if path.is_file() else ""
-        header = suite_header(first)
-        sources.extend(header.get("sources", []) if header else [{"suite": str(suite)}])
-        for case in load_suite(suite):
-            cases.setdefault(case.id, case)
+def write_suite(to: str | Path, cases: list[TestCase], sources: list[Any]) -> int:
+    """A self-describing suite file: a header line (format, version, where the tests come from),
+    then one test case per line."""
     header = {
         "format": SUITE_FORMAT,
         "version": SUITE_VERSION,
@@ -156,8 +126,36 @@ def merge_suites(suites: list[str | Path], to: str | Path) -> int:
         "exported": datetime.now(UTC).isoformat(timespec="seconds"),
         "sources": sources,
     }
-    out.write_jsonl(Path(to), [header, *cases.values()])
+    out.write_jsonl(Path(to), [header, *cases])
     return len(cases)
+
+
+def export_suite(run_dir: str | Path, to: str | Path) -> int:
+    """Write a run's accepted tests as a suite file that can be committed and reviewed."""
+    run_dir = Path(run_dir)
+    run_file = run_dir / out.RUN
+    run = out.read_json(run_file) if run_file.is_file() else {}
+    source = {
+        "run_dir": str(run_dir),
+        "run_id": run.get("run_id"),
+        "input": run.get("input"),
+        "models": run.get("models"),
+        "seed": run.get("seed"),
+        "versions": {"cq2a": (run.get("versions") or {}).get("cq2a")},
+    }
+    return write_suite(to, load_suite(run_dir), [source])
+
+
+def merge_suites(suites: list[str | Path], to: str | Path) -> int:
+    """One suite of several: the first test of each id is kept, and the sources are listed."""
+    cases: dict[str, TestCase] = {}
+    sources: list[Any] = []
+    for suite in suites:
+        header, found = read_suite(suite)
+        sources.extend(header.get("sources", []) if header else [{"suite": str(suite)}])
+        for case in found:
+            cases.setdefault(case.id, case)
+    return write_suite(to, list(cases.values()), sources)
 
 
 def previous_verdicts(previous: str | Path) -> dict[str, Verdict]:
