@@ -59,22 +59,17 @@ def test_compare_accepts_at_threshold_and_rejects_below():
     assert result[1].current.reasons == [RejectReason.INCONSISTENT]
 
 
-def test_settle_accepts_rejects_for_good_or_keeps_pending():
-    passed = candidate_with(Attempt(number=1, question="q", explanation="e", similarity=0.9))
-    assert settle(passed, max_attempts=2).status == "accepted"
-    failed = Attempt(number=1, question="q", explanation="e", reasons=[RejectReason.LEAK])
-    assert settle(candidate_with(failed), max_attempts=2).status == "pending"
-    last = failed.model_copy(update={"number": 2})
-    assert settle(candidate_with(last, attempts_before=1), max_attempts=2).status == "rejected"
+def test_settle_accepts_rejects_for_good_or_keeps_pending_and_names_the_next_step():
+    def settled(candidate: Candidate) -> tuple[str, str]:
+        result = settle(candidate, max_attempts=2)
+        return result.status, result.next_step
 
-
-def test_settle_names_each_slot_s_next_step():
     passed = candidate_with(Attempt(number=1, question="q", explanation="e", similarity=0.9))
-    assert settle(passed, max_attempts=2).next_step == "done"
+    assert settled(passed) == ("accepted", "done")
     failed = Attempt(number=1, question="q", explanation="e", reasons=[RejectReason.LEAK])
-    assert settle(candidate_with(failed), max_attempts=2).next_step == "generate"
+    assert settled(candidate_with(failed)) == ("pending", "generate")
     last = failed.model_copy(update={"number": 2})
-    assert settle(candidate_with(last, attempts_before=1), max_attempts=2).next_step == "done"
+    assert settled(candidate_with(last, attempts_before=1)) == ("rejected", "done")
 
 
 @pytest.mark.parametrize(

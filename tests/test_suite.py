@@ -86,15 +86,23 @@ def test_a_suite_reruns_against_a_second_sut_and_the_diff_names_exactly_what_cha
             assert "gold answer:" in text and "SUT answer:" in text and "judge:" in text
 
 
-def test_a_suite_gates_ci_on_its_bugs(tmp_path):
+def one_context_run(server: ScriptedLLMServer, tmp_path: Path) -> Path:
+    """A scripted ``cq2a run`` of one context against ``decoding_sut``: the suite to re-run."""
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    code = main(
+        ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
+        + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe"]
+        + [*COMMON, "--base-url", server.base_url]
+    )
+    assert code == 0
+    return tmp_path / "run"
+
+
+def test_a_suite_gates_ci_on_its_bugs(tmp_path):
     with ScriptedLLMServer() as server:
         worker.script().install(server.rules)
         live = [*COMMON, "--base-url", server.base_url]
-        main(
-            ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
-            + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe", *live]
-        )
+        one_context_run(server, tmp_path)
         bugs = len(out.read_jsonl(tmp_path / "run" / out.BUGS))
         assert bugs
         test = ["test", str(tmp_path / "run"), "--sut", f"{WORKER}:decoding_sut", *live]
@@ -116,16 +124,11 @@ def test_a_bad_suite_line_is_named_and_nothing_is_run(tmp_path, capsys):
 def test_a_dead_judge_is_not_a_pass_and_retry_errors_settles_only_what_it_left(tmp_path):
     from cq2a.llm.local_server import free_port
 
-    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
     test = ["test", str(tmp_path / "run"), "--out", str(tmp_path / "t")]
     test += ["--sut", f"{WORKER}:decoding_sut", *COMMON]
     with ScriptedLLMServer() as server:
         worker.script().install(server.rules)
-        main(
-            ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
-            + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe"]
-            + [*COMMON, "--base-url", server.base_url]
-        )
+        one_context_run(server, tmp_path)
         dead = f"http://127.0.0.1:{free_port()}/v1"
         code = main([*test, "--base-url", dead])
         record = out.read_json(tmp_path / "t" / out.RUN)
@@ -142,17 +145,12 @@ def test_a_dead_judge_is_not_a_pass_and_retry_errors_settles_only_what_it_left(t
     assert judged_again == len(ids(tmp_path / "run" / out.BUGS))  # only the unjudged ones
 
 
-def test_assert_suite_fails_with_the_bug_table_and_passes_a_fixed_sut(tmp_path):
+def test_assert_suite_fails_with_the_bug_table_and_passes_within_max_bugs(tmp_path):
     from cq2a.testing.suites import assert_suite
 
-    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
     with ScriptedLLMServer() as server:
         worker.script().install(server.rules)
-        main(
-            ["run", str(input_path), "--out", str(tmp_path / "run"), "--no-relations"]
-            + ["--sut", f"{WORKER}:decoding_sut", "--no-judge-probe"]
-            + [*COMMON, "--base-url", server.base_url]
-        )
+        one_context_run(server, tmp_path)
         judge = worker.settings_for(server.base_url)
         bugs = out.read_jsonl(tmp_path / "run" / out.BUGS)
         with pytest.raises(AssertionError, match=rf"{len(bugs)} of \d+ tests are bugs") as failed:
