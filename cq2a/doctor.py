@@ -57,15 +57,18 @@ def embedding_checks() -> list[Check]:
 
 def llm_checks() -> list[Check]:
     from cq2a.llm.catalog import model_status
+    from cq2a.llm.local_server import INSTALL_HINT, server_binary, server_version
 
-    server = importlib.util.find_spec("llama_cpp") is not None
+    version = server_version()
+    slots = Settings().local_slots
     checks = [
         Check(
             component="llm",
-            backend="local server (llama-cpp-python)",
-            available=server,
-            detail="serves GGUF models on 127.0.0.1",
-            fix=None if server else "bash scripts/install_llama_cpp.sh",
+            backend="local server (llama.cpp llama-server)",
+            available=version is not None,
+            detail=f"{server_binary()}, {version}; serves GGUF models on 127.0.0.1 with "
+            f"{slots} parallel slots per model (local_slots)",
+            fix=None if version else INSTALL_HINT,
         )
     ]
     for model in (DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_SUT_MODEL):
@@ -95,6 +98,8 @@ def llm_checks() -> list[Check]:
 def sut_checks() -> list[Check]:
     import torch
 
+    from cq2a.llm.local_server import server_version
+
     gpu = torch.cuda.is_available()
     name = torch.cuda.get_device_name(0) if gpu else "none visible"
     return [
@@ -107,7 +112,7 @@ def sut_checks() -> list[Check]:
         Check(
             component="sut",
             backend=f"openai:local:{DEFAULT_LOCAL_SUT_MODEL}",
-            available=importlib.util.find_spec("llama_cpp") is not None,
+            available=server_version() is not None,
             detail="the offline demo's software under test",
         ),
         Check(component="gpu", backend="cuda", available=gpu, detail=name),

@@ -10,6 +10,7 @@ defaults below otherwise.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -227,11 +228,7 @@ def add_answer(
     )
     reask_user = render_prompt("reask.user", context=context.context, question="x" * QUESTION_CHARS)
     reasked = questions * rates.checks_pass
-    # A server that honours ``n`` returns the votes of a question in one request; one that
-    # does not is sent one request per vote.
-    per_question = rates.reask_requests_per_question or (
-        1.0 if votes_in_one_request(settings) else float(settings.votes)
-    )
+    per_question = rates.reask_requests_per_question or vote_requests_per_question(settings)
     stages["reask"].add(
         weight * reasked * per_question,
         tokens(load_prompt("reask.system"), reask_user),
@@ -240,11 +237,16 @@ def add_answer(
     return weight * slots
 
 
-def votes_in_one_request(settings: Settings) -> bool:
-    """Whether the re-asker will get its votes with ``n`` (llama-cpp-python's bundled server
-    returns one choice whatever ``n`` says)."""
+def vote_requests_per_question(settings: Settings) -> float:
+    """Requests that carry one question's votes: one where the server honours ``n``, one per
+    vote where it does not, and one per ``local_slots`` votes to a local llama.cpp server,
+    which answers at most that many choices per request."""
     spec = settings.reasker
-    return spec.supports_n if spec.supports_n is not None else spec.backend != "local"
+    if spec.supports_n is False:
+        return float(settings.votes)
+    if spec.backend == "local" and spec.supports_n is None:
+        return float(math.ceil(settings.votes / settings.local_slots))
+    return 1.0
 
 
 def rejection_per_round(attempts_per_slot: float, max_attempts: int) -> float:

@@ -48,7 +48,6 @@ VERSIONED_PACKAGES = (
     "torch",
     "spacy",
     "stanza",
-    "llama_cpp_python",
 )
 
 
@@ -160,6 +159,9 @@ def package_versions() -> dict[str, str]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
+    from cq2a.llm.local_server import server_version
+
+    versions["llama-server"] = server_version() or "not installed"
     return versions
 
 

@@ -46,7 +46,7 @@ class Services:
     def sut(self) -> Any:
         spec = self.settings.sut
         secret = spec.api_key.get_secret_value() if spec.api_key else ""
-        return _shared_sut(spec.model_dump_json(), secret)
+        return _shared_sut(spec.model_dump_json(), secret, self.settings.local_slots)
 
     def close(self) -> None:
         """Close this run's LLM cache, if its clients were ever built."""
@@ -69,10 +69,10 @@ class Services:
         return default_threshold(self.settings.embedding_model) if chosen is None else chosen
 
 
-def sut_chat_model(spec: SUTSpec) -> Any:
+def sut_chat_model(spec: SUTSpec, local_slots: int = 1) -> Any:
     """A chat model for an LLM-backed software under test (greedy, short answers); starts the
-    local server for ``backend=local``."""
-    from cq2a.llm.client import chat_model, resolve_base_url
+    local server for ``backend=local``, with ``local_slots`` slots."""
+    from cq2a.llm.client import chat_model, resolve_endpoint
 
     llm_spec = LLMSpec(
         backend=spec.backend,
@@ -82,7 +82,9 @@ def sut_chat_model(spec: SUTSpec) -> Any:
         temperature=0.0,
         max_tokens=spec.max_new_tokens,
     )
-    return chat_model(llm_spec, base_url=resolve_base_url(llm_spec))
+    return chat_model(
+        llm_spec, base_url=resolve_endpoint(llm_spec, local_slots=local_slots).base_url
+    )
 
 
 @cache
@@ -93,13 +95,15 @@ def _shared_lemmatizer(backend: str) -> Any:
 
 
 @cache
-def _shared_sut(spec_json: str, api_key: str) -> Any:
+def _shared_sut(spec_json: str, api_key: str, local_slots: int) -> Any:
+    from functools import partial
+
     from cq2a.sut import build_sut
 
     spec = SUTSpec.model_validate_json(spec_json)
     if api_key:
         spec = spec.model_copy(update={"api_key": api_key})
-    return build_sut(spec, chat_factory=sut_chat_model)
+    return build_sut(spec, chat_factory=partial(sut_chat_model, local_slots=local_slots))
 
 
 _SERVICES: dict[tuple[str, str], Services] = {}

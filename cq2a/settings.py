@@ -20,6 +20,9 @@ SUTKind = Literal["seq2seq", "openai", "callable", "http"]
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct"
 #: The window, in tokens, the local llama.cpp server is started with.
 LOCAL_CONTEXT_WINDOW = 4096
+#: Parallel slots each local llama.cpp server starts with: as many as the votes, so the 5 votes
+#: of a re-ask are one request whose prompt is processed once (evals/README.md#the-local-llm).
+DEFAULT_LOCAL_SLOTS = 5
 #: The offline default software under test: a small local model, different from the generator.
 DEFAULT_LOCAL_SUT_MODEL = "smollm2-135m-instruct"
 
@@ -146,6 +149,13 @@ class Settings(BaseSettings):
     max_sentence_tokens: int = Field(400, ge=10, description="Longer sentences are skipped.")
 
     concurrency: int = Field(4, ge=1, description="Concurrent LLM requests.")
+    local_slots: int = Field(
+        DEFAULT_LOCAL_SLOTS,
+        ge=1,
+        le=32,
+        description="Slots of each local llama.cpp server (sequences decoded together in one "
+        "batch); requests in flight to it and choices per n-request are capped at this.",
+    )
     requests_per_second: float | None = Field(None, gt=0, description="LLM request rate cap.")
     llm_retries: int = Field(4, ge=0, description="Retries on 429/5xx/timeouts.")
     breaker_failures: int = Field(

@@ -7,9 +7,10 @@ import pytest
 
 from cq2a import outputs as out
 from cq2a.cli import main
-from cq2a.estimate import Rates, estimate_run, rejection_per_round
+from cq2a.estimate import Rates, estimate_run, rejection_per_round, vote_requests_per_question
 from cq2a.run import run_pipeline
 from cq2a.services import release_services
+from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
 
@@ -79,3 +80,11 @@ def test_estimate_prints_a_table_per_stage_and_refuses_a_run_dir_without_candida
     (tmp_path / "empty").mkdir()
     assert main(["estimate", str(input_path), "--from", str(tmp_path / "empty")]) == 2
     assert "no candidates.jsonl" in capsys.readouterr().err
+
+
+def test_vote_requests_follow_the_local_servers_slots():
+    assert vote_requests_per_question(Settings(local_slots=4)) == 2.0  # 4 choices, then 1
+    assert vote_requests_per_question(Settings(local_slots=5)) == 1.0
+    no_n = Settings(reasker=LLMSpec(supports_n=False), local_slots=8)
+    assert vote_requests_per_question(no_n) == 5.0
+    assert vote_requests_per_question(Settings(reasker=LLMSpec(backend="openai"))) == 1.0

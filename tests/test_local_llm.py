@@ -17,10 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from cq2a.llm import catalog, local_server
 from cq2a.llm.catalog import CatalogModel, ModelChecksumError, ModelPart
+from cq2a.llm.client import ChatClient, Endpoint, forget_n_support
+from cq2a.settings import LLMSpec, Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -163,8 +165,14 @@ def test_external_server_of_another_model_is_not_used(external_server: str, tmp_
         local_server.get_local_server(str(tmp_path / "other.gguf"))
 
 
+needs_server = pytest.mark.skipif(
+    local_server.server_binary() is None,
+    reason=f"llama-server is not built ({local_server.INSTALL_HINT})",
+)
+
+
+@needs_server
 def test_a_broken_model_fails_with_the_server_log(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp.server")
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a gguf file")
     server = local_server.LocalLLMServer(broken, alias="broken", startup_timeout_s=60)
@@ -182,14 +190,15 @@ def _port_is_open(port: int) -> bool:
 
 
 @pytest.mark.model
+@needs_server
 def test_smollm2_answers_through_chat_openai(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("llama_cpp.server")
     from langchain_openai import ChatOpenAI
 
     monkeypatch.delenv(local_server.EXTERNAL_URL_ENV, raising=False)
     name = "smollm2-135m-instruct"
-    server = local_server.get_local_server(name)
+    server = local_server.get_local_server(name, slots=3)
     assert server.port is not None and _port_is_open(server.port)
+    assert local_server.server_slots(server.base_url) == 3
     try:
         chat = ChatOpenAI(
             base_url=server.base_url,
@@ -208,6 +217,35 @@ def test_smollm2_answers_through_chat_openai(monkeypatch: pytest.MonkeyPatch) ->
     assert not server.is_running() and not _port_is_open(server.port)
 
 
+@pytest.mark.model
+@needs_server
+def test_the_native_server_answers_n_choices_in_one_request_and_follows_a_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(local_server.EXTERNAL_URL_ENV, raising=False)
+    forget_n_support()
+    server = local_server.get_local_server("smollm2-135m-instruct", slots=3)
+    try:
+        spec = LLMSpec(model="smollm2-135m-instruct", max_tokens=24)
+        client = ChatClient(
+            spec, Settings(cache_path="off"), endpoint=Endpoint(server.base_url, server.slots)
+        )
+        completion = client.text("Answer in a few words.", "Name a colour.", n=3)
+        assert completion.usage.requests == 1 and len(completion.texts) == 3
+        assert client._supports_n() is True
+
+        class Colour(BaseModel):
+            name: str
+            bright: bool
+
+        results, usage = client.structured("Reply in JSON.", "Name a colour.", Colour, n=2)
+        assert usage.requests == 1
+        assert all(isinstance(result, Colour) for result in results), results
+    finally:
+        local_server.stop_local_servers()
+        forget_n_support()
+
+
 def _process_gone(pid: int) -> bool:
     """True once ``pid`` has exited (a zombie nobody has reaped counts as gone)."""
     try:
@@ -218,11 +256,11 @@ def _process_gone(pid: int) -> bool:
 
 
 def test_orphan_guard_stops_the_server_when_its_parent_is_killed():
-    """A cq2a killed by SIGKILL runs no atexit handler; the guarded child must still stop."""
+    """A cq2a killed by SIGKILL runs no atexit handler; the guarded command must still stop."""
     parent_code = (
         "import subprocess, sys, time\n"
         "child = subprocess.Popen([sys.executable, '-m', 'cq2a.llm.orphan_guard',"
-        " 'http.server', '0', '--bind', '127.0.0.1'])\n"
+        " sys.executable, '-m', 'http.server', '0', '--bind', '127.0.0.1'])\n"
         "print(child.pid, flush=True)\n"
         "time.sleep(120)\n"
     )
@@ -230,22 +268,33 @@ def test_orphan_guard_stops_the_server_when_its_parent_is_killed():
         [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True
     )
     assert parent.stdout is not None
-    child_pid = int(parent.stdout.readline())
+    guard_pid = int(parent.stdout.readline())
     time.sleep(1.5)
-    assert not _process_gone(child_pid), "the guarded module should run while its parent lives"
+    children = Path(f"/proc/{guard_pid}/task/{guard_pid}/children").read_text().split()
+    assert len(children) == 1, "the guard should run the command as its one child"
+    command_pid = int(children[0])
+    assert not _process_gone(command_pid), "the command should run while cq2a lives"
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and not _process_gone(child_pid):
+    while time.monotonic() < deadline and not (
+        _process_gone(command_pid) and _process_gone(guard_pid)
+    ):
         time.sleep(0.2)
-    gone = _process_gone(child_pid)
-    if not gone:
-        os.kill(child_pid, signal.SIGKILL)
-    assert gone, "the guarded child outlived its killed parent"
+    survivors = [pid for pid in (command_pid, guard_pid) if not _process_gone(pid)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, "the guarded command outlived its killed parent"
 
 
 def test_local_server_is_started_through_the_orphan_guard(tmp_path):
     server = local_server.LocalLLMServer(tmp_path / "m.gguf", alias="m")
     command = server.command()
-    assert command[1:4] == ["-m", "cq2a.llm.orphan_guard", "llama_cpp.server"]
+    assert command[1:3] == ["-m", "cq2a.llm.orphan_guard"]
+    assert Path(command[3]).name == "llama-server"
     assert command[command.index("--host") + 1] == "127.0.0.1"
+    # each of the slots gets the window: the server splits --ctx-size between them
+    slotted = local_server.LocalLLMServer(tmp_path / "m.gguf", alias="m", n_ctx=4096, slots=3)
+    command = slotted.command()
+    assert command[command.index("--parallel") + 1] == "3"
+    assert command[command.index("--ctx-size") + 1] == str(3 * 4096)

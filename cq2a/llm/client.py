@@ -3,10 +3,12 @@
 Every request goes through ``ChatOpenAI`` (OpenAI, any OpenAI-compatible server, or the local
 llama.cpp server). On top of it this module adds what a long, paid run needs:
 
-* ``n`` choices in one request where the server honours it, else separate requests with
-  consecutive seeds (llama.cpp's server returns one choice for ``n=5``);
+* ``n`` choices in one request where the server honours it (detected on first use), else
+  separate requests with consecutive seeds; at most ``slots`` choices per request to a local
+  llama.cpp server, which refuses more;
 * a replayable SQLite cache (``cq2a.llm.cache``) with hit counting;
-* a process-wide cap on concurrent requests and an optional requests-per-second limiter;
+* a process-wide cap on requests in flight (a local server's slots, counting each choice as
+  one, or ``concurrency`` for remote APIs) and an optional requests-per-second limiter;
 * retries: the OpenAI SDK retries 429 (honouring ``Retry-After``), 5xx and timeouts; this layer
   also retries malformed bodies and empty choices, and re-asks when structured output fails to
   parse, then reports ``Malformed`` instead of raising;
@@ -78,28 +80,36 @@ class Completion:
 
 
 def response_format_for(spec: LLMSpec, schema: type[BaseModel]) -> dict[str, Any]:
-    """The ``response_format`` a backend understands for a JSON schema."""
+    """The ``response_format`` for a JSON schema (llama.cpp's server turns it into a grammar
+    that constrains decoding)."""
     json_schema = schema.model_json_schema()
-    if spec.backend == "local":
-        # llama-cpp-python's server constrains decoding with a grammar built from `schema`.
-        return {"type": "json_object", "schema": json_schema}
     return {
         "type": "json_schema",
         "json_schema": {"name": schema.__name__, "schema": json_schema, "strict": False},
     }
 
 
-def resolve_base_url(spec: LLMSpec, model_dir: str | None = None) -> str | None:
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one role's requests go, and how many sequences that server decodes at once
+    (None: not a local server; the run's ``concurrency`` applies)."""
+
+    base_url: str | None
+    slots: int | None = None
+
+
+def resolve_endpoint(spec: LLMSpec, model_dir: str | None = None, local_slots: int = 1) -> Endpoint:
     """Where requests for this spec go; starts the local server on first use."""
     if spec.backend == "openai":
-        return spec.base_url
+        return Endpoint(spec.base_url)
     if spec.backend == "compatible":
         if not spec.base_url:
             raise ValueError("backend 'compatible' needs base_url (e.g. http://127.0.0.1:8000/v1)")
-        return spec.base_url
+        return Endpoint(spec.base_url)
     from cq2a.llm.local_server import get_local_server
 
-    return get_local_server(spec.model, model_dir=model_dir).base_url
+    server = get_local_server(spec.model, model_dir=model_dir, slots=local_slots)
+    return Endpoint(server.base_url, server.slots)
 
 
 def resolve_api_key(spec: LLMSpec) -> str:
@@ -114,8 +124,9 @@ def resolve_api_key(spec: LLMSpec) -> str:
 
 
 def max_tokens_body(backend: str, max_tokens: int) -> dict[str, Any] | None:
-    """``ChatOpenAI`` sends the cap as ``max_completion_tokens``, which llama.cpp's server
-    ignores; other servers get the classic ``max_tokens`` field as well."""
+    """``ChatOpenAI`` sends the cap as ``max_completion_tokens``, which some OpenAI-compatible
+    servers ignore (they would generate to a full window); they get the classic ``max_tokens``
+    field as well."""
     return None if backend == "openai" else {"max_tokens": max_tokens}
 
 
@@ -147,9 +158,33 @@ def _shared_rate_limiter(requests_per_second: float) -> InMemoryRateLimiter:
     return InMemoryRateLimiter(requests_per_second=requests_per_second, check_every_n_seconds=0.01)
 
 
+class Slots:
+    """A counting semaphore whose holders take several units at once: a request for ``n``
+    choices to a local server takes ``n`` of its slots, so no request waits in the server's
+    queue (where it would time out and be sent again)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free = size
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def hold(self, units: int = 1) -> Iterator[None]:
+        units = min(max(units, 1), self.size)
+        with self._changed:
+            self._changed.wait_for(lambda: self._free >= units)
+            self._free -= units
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._free += units
+                self._changed.notify_all()
+
+
 @cache
-def _shared_semaphore(key: str, size: int) -> threading.BoundedSemaphore:
-    return threading.BoundedSemaphore(size)
+def _shared_slots(key: str, size: int) -> Slots:
+    return Slots(size)
 
 
 _N_SUPPORT: dict[tuple[str | None, str], bool] = {}
@@ -163,22 +198,23 @@ class ChatClient:
         spec: LLMSpec,
         settings: Settings,
         *,
-        base_url: str | None,
+        endpoint: Endpoint,
         cache: LLMCache | None = None,
         meter: SpendingMeter | None = None,
         run_key: str = "default",
     ) -> None:
         self.spec = spec
         self.settings = settings
-        self.base_url = base_url
+        self.base_url = endpoint.base_url
         self.cache = cache
         self.meter = meter
-        # llama.cpp's server answers one request at a time: queueing inside it only makes
-        # waiting requests time out and be sent again, so a local server gets one at a time.
-        self.semaphore = (
-            _shared_semaphore(f"local:{base_url}", 1)
-            if spec.backend == "local"
-            else _shared_semaphore(run_key, settings.concurrency)
+        # A local server decodes `slots` sequences at once, and all roles (and runs) on it share
+        # them; a remote API gets the run's `concurrency` requests in flight.
+        self.max_choices = endpoint.slots
+        self.slots = (
+            _shared_slots(f"local:{endpoint.base_url}", endpoint.slots)
+            if endpoint.slots is not None
+            else _shared_slots(run_key, settings.concurrency)
         )
         limiter = (
             _shared_rate_limiter(settings.requests_per_second)
@@ -186,7 +222,10 @@ class ChatClient:
             else None
         )
         self.model = chat_model(
-            spec, base_url=base_url, max_retries=settings.llm_retries, rate_limiter=limiter
+            spec,
+            base_url=endpoint.base_url,
+            max_retries=settings.llm_retries,
+            rate_limiter=limiter,
         )
 
     # ---- public calls ----
@@ -258,25 +297,25 @@ class ChatClient:
                     texts[index] = hit[0]
                     usage = usage + Usage(cached=1)
         missing = [i for i in range(n) if i not in texts]
-        if len(missing) > 1 and self._supports_n() is not False:
-            first = self._send_with_retries(
-                messages, self._params(len(missing), seed + missing[0], response_format)
+        while missing:
+            # One request answers a run of consecutive missing choices (the server seeds its
+            # choices seed, seed + 1...), at most as many as a local server has slots; a
+            # server that returns fewer than asked does not honour n, and gets one at a time.
+            run = [missing[0]]
+            most = (self.max_choices or n) if self._supports_n() is not False else 1
+            while run[-1] + 1 in missing and len(run) < most:
+                run.append(run[-1] + 1)
+            reply = self._send_with_retries(
+                messages, self._params(len(run), seed + run[0], response_format)
             )
-            self._learn_n_support(len(missing), len(first.texts))
-            for index, text in zip(missing, first.texts, strict=False):
+            if len(run) > 1:
+                self._learn_n_support(len(run), len(reply.texts))
+            for index, text in zip(run, reply.texts, strict=False):
                 texts[index] = text
                 if cacheable is None or cacheable(text):
                     self._store(keys[index], requests[index], text)
-            usage = usage + first.usage
+            usage = usage + reply.usage
             missing = [i for i in range(n) if i not in texts]
-        for index in missing:
-            single = self._send_with_retries(
-                messages, self._params(1, seed + index, response_format)
-            )
-            texts[index] = single.texts[0]
-            if cacheable is None or cacheable(single.texts[0]):
-                self._store(keys[index], requests[index], single.texts[0])
-            usage = usage + single.usage
         return Completion(texts=[texts[i] for i in range(n)], usage=usage)
 
     def _choice_request(
@@ -317,7 +356,7 @@ class ChatClient:
         for attempt in range(attempts):
             breaker.check()
             try:
-                with self.semaphore, self._reservation(estimate):
+                with self.slots.hold(self._units(params["n"])), self._reservation(estimate):
                     completion = self._send(messages, params)
                     if self.meter is not None:  # before the reservation goes
                         self.meter.record(completion.usage)
@@ -350,6 +389,11 @@ class ChatClient:
             f"{self.spec.model} at {where} failed {attempts} times: {last_error}. "
             "Check that the server is up (cq2a doctor) or lower --concurrency."
         ) from last_error
+
+    def _units(self, n: int) -> int:
+        """Slots one request takes: each choice decodes in a slot of a local server; a remote
+        request counts once."""
+        return n if self.max_choices is not None else 1
 
     def _estimate(self, messages: list[Any], n: int) -> Usage:
         """The most one request can spend: its prompt (about 3 characters a token, on the high
@@ -422,7 +466,7 @@ def build_llm_runtime(settings: Settings, run_key: str = "default") -> LLMRuntim
         return ChatClient(
             spec,
             settings,
-            base_url=resolve_base_url(spec, settings.model_dir),
+            endpoint=resolve_endpoint(spec, settings.model_dir, settings.local_slots),
             cache=llm_cache,
             meter=meter,
             run_key=run_key,

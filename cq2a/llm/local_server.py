@@ -1,37 +1,30 @@
-"""A llama.cpp OpenAI-compatible server on 127.0.0.1 for the offline chat models.
+"""llama.cpp's native server (``llama-server``) on 127.0.0.1 for the offline chat models.
 
-``get_local_server(model)`` starts ``python -m llama_cpp.server`` (llama-cpp-python 0.3.36) on a
-free loopback port for a catalog name or GGUF path, waits until ``GET /v1/models`` answers, and
-stops it when the process exits (and, through ``cq2a.llm.orphan_guard``, when the process
-dies without cleaning up). A server started elsewhere (``cq2a llm serve``) is reused when
+``get_local_server(model)`` starts ``llama-server`` (built by scripts/install_llama_cpp.sh from
+the llama.cpp tree that llama-cpp-python 0.3.36 vendors) on a free loopback port for a catalog
+name or GGUF path, with ``--parallel`` slots, waits until ``GET /v1/models`` lists the model, and
+stops it when the process exits (and, through ``cq2a.llm.orphan_guard``, when the process dies
+without cleaning up). A server started elsewhere (``cq2a llm serve``) is reused when
 ``CQ2A_LOCAL_LLM_URL`` (one URL or several, comma-separated) points at a healthy one that serves
-the same model, so ``langgraph dev`` workers need not load the weights again.
+the same model, so ``langgraph dev`` workers need not load the weights again; its slots are read
+from ``GET /props``.
 
-The chat template is read from the GGUF (``--chat_format`` is left unset): both catalog models
-carry a ChatML template, and llama-cpp-python then formats with it and stops on its EOS token.
+What this server does with the request fields cq2a relies on (checked in its source,
+tools/server/server-schema.cpp and server-common.cpp, and against both catalog models):
 
-What the 0.3.36 server does with the request fields the structured-output client relies on
-(checked against both catalog models):
-
-* ``response_format={"type": "json_object", "schema": {...}}`` constrains decoding with a grammar
-  built from the schema, so the output parses and has that shape. ``{"type": "json_object"}``
-  alone forces some JSON object. Grammar-constrained decoding is about half as fast.
-* ``response_format={"type": "json_schema", ...}`` (what ``ChatOpenAI.with_structured_output``
-  sends by default) is rejected with HTTP 500 (a request validation error: only ``text`` and
-  ``json_object`` are accepted). Send ``json_object`` with ``schema`` instead, e.g. through
-  ``ChatOpenAI(model_kwargs={"response_format": ...})``, and parse the text yourself.
-* ``max_completion_tokens`` is ignored, and ``ChatOpenAI`` sends its ``max_tokens`` under that
-  name: without a cap the server generates until EOS or a full context (minutes). Send the cap
-  as ``extra_body={"max_tokens": N}`` too, which the server honours.
-* ``n`` is accepted and ignored: ``n=5`` returns one choice. Ask several times instead.
-* ``seed`` is honoured: repeating a request with the same seed repeats the text, a different seed
-  gives a different sample. The first request of a prompt (nothing cached yet) can differ from
-  later ones with the same seed, as evaluating a cached prefix changes the floating-point sums.
+* ``--parallel N`` gives N slots decoded together in one batch (continuous batching); requests
+  beyond N wait in the server's queue. Each slot gets ``--ctx-size / N`` tokens, so the server is
+  started with ``n_ctx * N``.
+* ``n`` (alias of ``n_cmpl``, 1 <= n <= N) returns n choices from one request: the prompt is
+  processed once and shared, and child choices get seeds ``seed + 1``, ``seed + 2``...
+  A larger ``n`` is a request error, so clients send at most ``slots`` choices per request.
+* ``response_format`` ``{"type": "json_schema", "json_schema": {"schema": ...}}`` and
+  ``{"type": "json_object", "schema": ...}`` both constrain decoding with a grammar built from
+  the schema.
+* ``max_tokens`` and ``max_completion_tokens`` are both honoured; ``seed`` is honoured.
+* the chat template is read from the GGUF (Jinja, the default): both catalog models carry one.
 * the ``model`` field of a request is ignored (one model per server); ``/v1/models`` lists the
   alias given at start, which is how a server is matched to a model.
-* requests are served one at a time; concurrent requests queue. By default a streamed response
-  is cut short when another request arrives; the server is started with
-  ``--interrupt_requests False`` so concurrent streams complete.
 """
 
 from __future__ import annotations
@@ -39,6 +32,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -47,12 +41,18 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from functools import cache
 from pathlib import Path
 
 from cq2a.llm.catalog import CATALOG, ensure_model
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 EXTERNAL_URL_ENV = "CQ2A_LOCAL_LLM_URL"
+SERVER_BINARY_ENV = "CQ2A_LLAMA_SERVER"
+INSTALL_HINT = "bash scripts/install_llama_cpp.sh"
+#: Host memory for prompts the server keeps when a slot moves on to another prompt, so a
+#: context's prefix can be restored in any slot (the server's default is 8 GiB).
+PROMPT_CACHE_MIB = 1024
 LOG_TAIL_CHARS = 3000
 
 
@@ -77,6 +77,48 @@ def served_models(base_url: str, timeout_s: float = 2.0) -> list[str] | None:
     return [str(item.get("id")) for item in body.get("data", [])]
 
 
+def server_binary() -> Path | None:
+    """The ``llama-server`` executable: ``$CQ2A_LLAMA_SERVER``, else the one beside this
+    Python (where scripts/install_llama_cpp.sh puts it), else the first on ``PATH``."""
+    chosen = os.environ.get(SERVER_BINARY_ENV)
+    if chosen:
+        return Path(chosen)
+    beside = Path(sys.executable).parent / "llama-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("llama-server")
+    return Path(found) if found else None
+
+
+@cache
+def server_version() -> str | None:
+    """What ``llama-server --version`` says (e.g. ``version: 1 (0c1e570)``), or None when it
+    is not installed or does not run."""
+    binary = server_binary()
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run(
+            [str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError:
+        return None
+    lines = (done.stdout + done.stderr).splitlines()
+    return next((line.strip() for line in lines if line.startswith("version")), None)
+
+
+def server_slots(base_url: str, timeout_s: float = 2.0) -> int | None:
+    """How many slots the server at ``base_url`` (ending in ``/v1``) has, from ``GET /props``;
+    None when it does not say (not a llama.cpp server, or down)."""
+    root = base_url.removesuffix("/v1")
+    try:
+        with urllib.request.urlopen(f"{root}/props", timeout=timeout_s) as response:
+            slots = json.load(response).get("total_slots")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(slots) if isinstance(slots, int) and slots > 0 else None
+
+
 def model_alias(model: str) -> str:
     """The id the server lists for ``model``: the catalog name, else the file's stem."""
     return model if model in CATALOG else Path(model).stem
@@ -88,7 +130,7 @@ def _check_loopback(host: str) -> None:
 
 
 class LocalLLMServer:
-    """One ``llama_cpp.server`` subprocess serving one GGUF file, or an attached external one."""
+    """One ``llama-server`` subprocess serving one GGUF file, or an attached external one."""
 
     def __init__(
         self,
@@ -98,16 +140,20 @@ class LocalLLMServer:
         host: str = "127.0.0.1",
         port: int | None = None,
         n_ctx: int = 4096,
+        slots: int = 1,
         n_threads: int | None = None,
         startup_timeout_s: float = 180.0,
         external_url: str | None = None,
     ) -> None:
+        if slots < 1:
+            raise ValueError(f"a server needs at least one slot, not {slots}")
         _check_loopback(host)
         self.model_path = model_path
         self.alias = alias
         self.host = host
         self.port = port
         self.n_ctx = n_ctx
+        self.slots = slots
         self.n_threads = n_threads or os.cpu_count() or 1
         self.startup_timeout_s = startup_timeout_s
         self.external_url = external_url
@@ -117,8 +163,10 @@ class LocalLLMServer:
 
     @classmethod
     def attach(cls, base_url: str, alias: str) -> LocalLLMServer:
-        """Use a server started elsewhere; ``stop`` leaves it running."""
-        return cls(None, alias=alias, external_url=base_url.rstrip("/"))
+        """Use a server started elsewhere; ``stop`` leaves it running. Its slots are what it
+        reports, else one."""
+        base_url = base_url.rstrip("/")
+        return cls(None, alias=alias, slots=server_slots(base_url) or 1, external_url=base_url)
 
     @property
     def base_url(self) -> str:
@@ -129,25 +177,30 @@ class LocalLLMServer:
 
     def command(self) -> list[str]:
         """The command line that starts the server."""
+        binary = server_binary()
         return [
             sys.executable,
             "-m",
             "cq2a.llm.orphan_guard",  # stops the server if cq2a dies without cleaning up
-            "llama_cpp.server",
+            str(binary or "llama-server"),
             "--model",
             str(self.model_path),
-            "--model_alias",
+            "--alias",
             self.alias,
             "--host",
             self.host,
             "--port",
             str(self.port),
-            "--n_ctx",
-            str(self.n_ctx),
-            "--n_threads",
+            "--ctx-size",
+            str(self.n_ctx * self.slots),  # each slot gets ctx-size / parallel
+            "--parallel",
+            str(self.slots),
+            "--threads",
             str(self.n_threads),
-            "--interrupt_requests",
-            "False",
+            "--cache-ram",
+            str(PROMPT_CACHE_MIB),
+            "--no-webui",
+            "--metrics",
         ]
 
     def is_running(self) -> bool:
@@ -164,6 +217,12 @@ class LocalLLMServer:
         """Start the subprocess and wait until it answers; raises ``LocalServerError``."""
         if self.is_running():
             return self
+        if server_binary() is None:
+            raise LocalServerError(
+                f"llama-server is not installed (looked for ${SERVER_BINARY_ENV}, "
+                f"{Path(sys.executable).parent / 'llama-server'} and PATH); build it with "
+                f"{INSTALL_HINT}"
+            )
         self.port = self.port or free_port(self.host)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with tempfile.NamedTemporaryFile(prefix="cq2a-llama-", suffix=".log", delete=False) as log:
@@ -248,9 +307,10 @@ def find_external_server(model: str) -> LocalLLMServer | None:
 
 
 def get_local_server(
-    model: str, model_dir: str | Path | None = None, n_ctx: int = 4096
+    model: str, model_dir: str | Path | None = None, n_ctx: int = 4096, slots: int = 1
 ) -> LocalLLMServer:
-    """The running server for ``model`` in this process, started (or attached) on first use."""
+    """The running server for ``model`` in this process, started (or attached) on first use
+    with ``slots`` parallel slots; a server already running keeps the slots it has."""
     with _servers_lock:
         server = _servers.get(model)
         if server is not None and server.is_running():
@@ -258,7 +318,9 @@ def get_local_server(
         server = find_external_server(model)
         if server is None:
             path = ensure_model(model, model_dir)
-            server = LocalLLMServer(path, alias=model_alias(model), n_ctx=n_ctx).start()
+            server = LocalLLMServer(
+                path, alias=model_alias(model), n_ctx=n_ctx, slots=slots
+            ).start()
         _servers[model] = server
         return server
 
@@ -278,13 +340,16 @@ def serve_forever(
     host: str = "127.0.0.1",
     model_dir: str | Path | None = None,
     n_ctx: int = 4096,
+    slots: int = 1,
 ) -> int:
     """Serve ``model`` in the foreground until interrupted (``cq2a llm serve``)."""
     _check_loopback(host)
     path = ensure_model(model, model_dir)
-    server = LocalLLMServer(path, alias=model_alias(model), host=host, port=port, n_ctx=n_ctx)
+    server = LocalLLMServer(
+        path, alias=model_alias(model), host=host, port=port, n_ctx=n_ctx, slots=slots
+    )
     server.start()
-    print(f"serving {server.alias} at {server.base_url}", flush=True)
+    print(f"serving {server.alias} at {server.base_url} with {server.slots} slots", flush=True)
     print(f"use it from other processes: export {EXTERNAL_URL_ENV}={server.base_url}", flush=True)
     try:
         return server.wait()

@@ -169,6 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
     def do_GET(self) -> None:
+        slots = self.server.owner.slots
+        if self.path.rstrip("/") == "/props" and slots is not None:
+            return self.send_raw(200, {"total_slots": slots})
         if self.path.rstrip("/") != "/v1/models":
             return self.send_raw(404, _error(f"no route {self.path}", "not_found"))
         model = {"id": self.server.owner.model, "object": "model", "owned_by": "scripted"}
@@ -201,8 +204,10 @@ class _HTTPServer(ThreadingHTTPServer):
 class ScriptedLLMServer:
     """An OpenAI-compatible chat server answering from ``responder``; use as a context manager.
 
-    ``honour_n=False`` returns one choice whatever ``n`` asks, like llama.cpp's server. Faults come
-    from ``fail_next`` first, then from ``faults``. Only chat requests are recorded.
+    ``honour_n=False`` returns one choice whatever ``n`` asks, like llama-cpp-python's server.
+    ``slots=N`` behaves like llama.cpp's native server with ``--parallel N``: ``GET /props``
+    reports ``total_slots``, and a request for more than N choices is refused (HTTP 400).
+    Faults come from ``fail_next`` first, then from ``faults``. Only chat requests are recorded.
     """
 
     def __init__(
@@ -210,6 +215,7 @@ class ScriptedLLMServer:
         responder: Responder | None = None,
         *,
         honour_n: bool = True,
+        slots: int | None = None,
         latency_s: float = 0.0,
         faults: FaultPlan | None = None,
         retry_after_s: float = 0.05,
@@ -218,6 +224,7 @@ class ScriptedLLMServer:
     ) -> None:
         self.responder: Responder = responder if responder is not None else Rules()
         self.honour_n, self.latency_s, self.faults = honour_n, latency_s, faults
+        self.slots = slots
         self.retry_after_s, self.timeout_hold_s, self.model = retry_after_s, timeout_hold_s, model
         self._records: list[RecordedRequest] = []
         self._queued: deque[str] = deque()
@@ -299,6 +306,9 @@ class ScriptedLLMServer:
         record.prompt_tokens = estimate_tokens(request.prompt_text)
         if request.stream:
             message = "stream=true is not supported by the scripted server"
+            return self._send(handler, record, 400, _error(message, "invalid_request_error"))
+        if self.slots is not None and request.n > self.slots:
+            message = f"n_cmpl must be between 1 and {self.slots} (the server's slots)"
             return self._send(handler, record, 400, _error(message, "invalid_request_error"))
         record.fault = self._next_fault()
         self._stopping.wait(self.latency_s)

@@ -1,0 +1,85 @@
+"""The chat client against a server with slots, as llama.cpp's native server has them."""
+
+from __future__ import annotations
+
+import threading
+
+from cq2a.llm.client import ChatClient, Endpoint, Slots
+from cq2a.llm.local_server import LocalLLMServer
+from cq2a.settings import LLMSpec, Settings
+from cq2a.testing.scripted_server import ChatRequest, ScriptedLLMServer
+
+
+def _seeded(request: ChatRequest, index: int) -> str:
+    return f"seed {request.seed + index if request.seed is not None else None}"
+
+
+def _client(server: ScriptedLLMServer, slots: int | None, **settings: object) -> ChatClient:
+    spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
+    return ChatClient(
+        spec,
+        Settings(cache_path="off", seed=7, **settings),  # type: ignore[arg-type]
+        endpoint=Endpoint(server.base_url, slots),
+    )
+
+
+def test_votes_beyond_the_slots_go_as_several_n_requests_with_consecutive_seeds():
+    with ScriptedLLMServer(_seeded, slots=2) as server:
+        completion = _client(server, slots=2).text("system", "user", n=5)
+    assert completion.texts == [f"seed {7 + i}" for i in range(5)]
+    assert [(r.n, r.body["seed"], r.status) for r in server.requests] == [
+        (2, 7, 200),
+        (2, 9, 200),
+        (1, 11, 200),
+    ]
+
+
+def test_a_server_with_as_many_slots_as_votes_answers_them_in_one_request():
+    with ScriptedLLMServer(_seeded, slots=5) as server:
+        completion = _client(server, slots=5).text("system", "user", n=5)
+    assert len(completion.texts) == 5 and len(set(completion.texts)) == 5
+    assert [r.n for r in server.requests] == [5]
+
+
+def test_choices_in_flight_never_exceed_the_servers_slots():
+    with ScriptedLLMServer(_seeded, slots=3, latency_s=0.15) as server:
+        client = _client(server, slots=3)
+        threads = [
+            threading.Thread(target=client.text, args=("system", f"user {i}"), kwargs={"n": n})
+            for i, n in enumerate([2, 1, 3, 1, 2, 1])
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        records = server.requests
+    assert all(r.status == 200 for r in records)
+    moments = sorted({r.started for r in records} | {r.ended - 1e-6 for r in records})
+    in_flight = [sum(r.n for r in records if r.started <= t < r.ended) for t in moments]
+    assert max(in_flight) == 3  # slots were shared by several requests, never overbooked
+
+
+def test_slots_hold_waits_until_enough_units_are_free():
+    slots = Slots(3)
+    order: list[str] = []
+
+    def take_two() -> None:
+        with slots.hold(2):
+            order.append("b")
+
+    with slots.hold(2):
+        waiter = threading.Thread(target=take_two)
+        waiter.start()
+        waiter.join(0.2)
+        assert waiter.is_alive()  # 1 unit free, 2 needed
+        order.append("a")
+    waiter.join(2)
+    assert order == ["a", "b"]
+
+
+def test_an_attached_server_reports_its_slots():
+    with ScriptedLLMServer(_seeded, slots=6) as server:
+        attached = LocalLLMServer.attach(server.base_url, alias="scripted-model")
+        assert attached.slots == 6
+    with ScriptedLLMServer(_seeded) as plain:  # no /props: one slot is assumed
+        assert LocalLLMServer.attach(plain.base_url, alias="scripted-model").slots == 1
