@@ -56,7 +56,7 @@ def embedding_checks() -> list[Check]:
 
 
 def llm_checks() -> list[Check]:
-    from cq2a.llm.catalog import model_status
+    from cq2a.llm.catalog import CATALOG, model_status
     from cq2a.llm.local_server import INSTALL_HINT, server_binary, server_version
 
     version = server_version()
@@ -73,12 +73,15 @@ def llm_checks() -> list[Check]:
     ]
     for model in (DEFAULT_LOCAL_MODEL, DEFAULT_LOCAL_SUT_MODEL):
         present, fix = model_status(model)
+        entry = CATALOG[model]
+        state = "assembled" if present else "assembled from PyPI wheels on first use"
         checks.append(
             Check(
                 component="llm",
                 backend=f"local:{model}",
                 available=present,
-                detail="assembled" if present else "assembled from PyPI wheels on first use",
+                detail=f"{state}, sha256 {entry.sha256[:12]}... checked; upstream: "
+                f"{entry.upstream} Licence: {entry.licence}",
                 fix=None if present else fix,
             )
         )

@@ -7,8 +7,9 @@ depends on another): ``generation`` structured requests (the entity prompt, 2 qu
 through ``cq2a.llm.client.ChatClient``:
 
 * serial: a server with 1 slot, one request at a time, votes as 5 requests (the old server);
-* slotted: a server with ``--slots`` slots, every request submitted at once (the client keeps
-  as many choices in flight as there are slots), votes as ``n=5`` requests.
+* slotted: a server with ``--slots`` slots, stage by stage as the graph runs one context (all
+  generation requests at once, then all re-asks, then all judge requests; the client keeps as
+  many choices in flight as there are slots), votes as ``n`` requests of at most ``slots``.
 
 ``local_llm_throughput_ratio`` is completion tokens/s slotted ÷ serial. ``local_votes_ratio``
 is the seconds of 5 votes as one ``n=5`` request ÷ 5 sequential requests (same server, same
@@ -140,9 +141,12 @@ def run_workload(
         client.text("Reply with one word.", "Warm up.", n=1)  # load pages, fill caches
         before = metrics(server)
         started = time.perf_counter()
-        if parallel:
-            with ThreadPoolExecutor(max_workers=len(items)) as pool:
-                usages = list(pool.map(lambda item: send(client, item, votes), items))
+        if parallel:  # stage by stage, as the graph runs a context: each stage's requests at once
+            usages = []
+            for kind in ("generation", "reask", "judge"):
+                stage = [item for item in items if item[0] == kind]
+                with ThreadPoolExecutor(max_workers=len(stage)) as pool:
+                    usages += list(pool.map(lambda item: send(client, item, votes), stage))
         else:
             usages = [send(client, item, votes) for item in items]
         wall = time.perf_counter() - started
@@ -227,6 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--judge", type=int, default=8)
     parser.add_argument("--votes", type=int, default=5)
     parser.add_argument("--skip-serial", action="store_true")
+    parser.add_argument("--skip-batched-bench", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -235,7 +240,10 @@ def main(argv: list[str] | None = None) -> None:
     items = workload(records, args.generation, args.reask, args.judge)
     threads = os.cpu_count() or 1
     report: dict[str, Any] = {"model": args.model, "threads": threads, "votes": args.votes}
-    report["batched_bench"] = batched_bench(model_path, sorted({1, 2, 4, 8, args.slots}), threads)
+    batches = sorted({1, 2, 4, 8, args.slots})
+    report["batched_bench"] = (
+        [] if args.skip_batched_bench else batched_bench(model_path, batches, threads)
+    )
     print(json.dumps(report["batched_bench"], indent=1), flush=True)
     report["slotted"] = run_workload(
         model_path, args.model, args.slots, items, args.votes, parallel=True, seed=1

