@@ -204,6 +204,23 @@ def settings_from_args(args: argparse.Namespace, base: Any = None) -> Any:
     return settings.with_overrides(**overrides) if overrides else settings
 
 
+def describe_sut(settings: Any) -> str:
+    """What the run tests, said before it starts; the offline default SUT comes with a warning,
+    as its bugs say more about a 135M model than about QA software."""
+    from cq2a.settings import DEFAULT_LOCAL_SUT_MODEL
+
+    sut = settings.sut
+    where = f" ({sut.backend} server)" if sut.kind == "openai" else ""
+    line = f"software under test: {sut.kind}:{sut.model}{where}"
+    if sut.kind == "openai" and sut.backend == "local" and sut.model == DEFAULT_LOCAL_SUT_MODEL:
+        line += (
+            " - the offline default, a 135M chat model that answers few questions right "
+            "(SQuAD F1 0.13 on the shipped sample, evals/README.md#the-default-sut); "
+            "pass --sut KIND:MODEL to test yours"
+        )
+    return line
+
+
 def demo_input() -> Path:
     """The shipped SQuAD sample: ``data/`` in a checkout, or the package's copy."""
     from importlib import resources
@@ -229,6 +246,7 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) ->
     from cq2a.run import RunDirError, run_pipeline
 
     settings = settings_from_args(args, base)
+    print(describe_sut(settings), flush=True)
     progress = RunProgress(enabled=not args.no_progress, follow=args.follow)
     try:
         with progress:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cq2a import outputs as out
-from cq2a.cli import main
+from cq2a.cli import describe_sut, main
 from cq2a.services import release_services
+from cq2a.settings import Settings
 from cq2a.suite import SuiteError, load_suite
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
@@ -204,3 +205,11 @@ def test_an_exported_suite_describes_itself_reads_back_and_merges_without_twins(
     future.write_text('{"format": "cq2a-suite", "version": 9}\n', encoding="utf-8")
     with pytest.raises(SuiteError, match="version 9"):
         load_suite(future)
+
+
+def test_a_run_says_what_it_tests_and_warns_about_the_offline_default_sut():
+    default = describe_sut(Settings())
+    assert default.startswith("software under test: openai:smollm2-135m-instruct (local server)")
+    assert "answers few questions right" in default and "--sut" in default
+    mine = describe_sut(Settings().with_overrides(**{"sut.kind": "callable", "sut.model": "m:f"}))
+    assert mine == "software under test: callable:m:f"
