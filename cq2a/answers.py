@@ -139,6 +139,15 @@ def _stem(word: str) -> str:
     return word.rstrip("e") or word
 
 
+def restates_question(answer: str, question: str) -> bool:
+    """Whether every content word of ``answer`` comes from ``question``: an answer such as
+    "The territory that began in 911 as a fiefdom" to "What was the name of the territory that
+    began in 911 as a fiefdom?" gives back the question and no answer."""
+    asked = {_stem(w) for w in answer_tokens(question) if w not in _FILLER}
+    content = [w for w in answer_tokens(answer) if w not in _FILLER]
+    return bool(content) and all(_stem(w) in asked for w in content)
+
+
 def strip_restated_question(answer: str, question: str, min_restated: int = 3) -> str:
     """The part of a sentence-like answer that the question does not already say.
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pydantic import BaseModel
 
-from cq2a.answers import normalize_answer, normalize_yes_no
+from cq2a.answers import normalize_answer, normalize_yes_no, restates_question
 from cq2a.embeddings import SimilarityPairs
 from cq2a.fanout import parallel_map
 from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
@@ -93,6 +95,12 @@ def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
         return "answered a question the context does not answer"
     if is_abstention(sut) and not is_abstention(gold):
         return "abstained from a question the context answers"
+    if (
+        gold_yes_no is None
+        and restates_question(sut, question)
+        and not restates_question(gold, question)
+    ):
+        return "restated the question without answering it"
     if gold_yes_no is None and sut_yes_no is not None and is_wh_question(question):
         return f"a bare {sut_yes_no!r} to a {words(question)[0]}-question"
     if gold_yes_no is not None and normalize_yes_no(sut) is None:
@@ -183,8 +191,28 @@ def judge_verdicts(
             usage,
         )
 
+    def needs_judge(index: int) -> bool:
+        case, sut = cases[index], sut_answers[index]
+        return (
+            answer_type_mismatch(case.question, case.answer, sut) is None
+            and same_yes_no(case.answer, sut) is None
+            and not consistent_by_similarity(similarities[index], threshold)
+        )
+
+    # The judge prompt starts with the passage: process it once per context on the server.
+    judged_contexts = Counter(cases[i].context for i in range(len(cases)) if needs_judge(i))
+    prefilled = [
+        prefill_judge(client, context) for context, count in judged_contexts.items() if count > 1
+    ]
     results = parallel_map(decide, range(len(cases)), concurrency)
-    return [verdict for verdict, _ in results], sum_usage(usage for _, usage in results)
+    usage = sum_usage([*prefilled, *(usage for _, usage in results)])
+    return [verdict for verdict, _ in results], usage
+
+
+def prefill_judge(client: ChatClient, context: str) -> Usage:
+    """Put the judge prompt's passage into the server's cache (``ChatClient.prefill``)."""
+    user = render_prompt("judge.user", context=context, question="", gold_answer="", sut_answer="")
+    return client.prefill(load_prompt("judge.system"), user)
 
 
 def oracle_verdicts(

@@ -153,6 +153,23 @@ def test_oracle_stages():
         ),
         ("Who led the Normans?", "Rollo", "The answer is Rollo.", None),
         ("Which countries were they from?", "Denmark", "The three countries are:", None),
+        # the SUT gives the question back (SmolLM2-135M on a real run; the judge scored 100)
+        (
+            "What was the name of the territory that began in 911 as a fiefdom and was "
+            "established by the treaty of Saint-Clair-sur-Epte between King Charles III of West "
+            "Francia and the Viking ruler Rollo?",
+            "The Duchy of Normandy",
+            "The territory that began in 911 as a fiefdom and was established by the treaty of "
+            "Saint-Clair-sur-Epte between",
+            "restated the question",
+        ),
+        (
+            "What are the French words that mean 'Norseman, Viking'?",
+            "Normans/Normanz",
+            "\"French words that mean 'Norseman, Viking'\"",
+            "restated the question",
+        ),
+        ("What did the Normans found?", "the Duchy of Normandy", "the Norman duchy", None),
     ],
 )
 def test_answer_type_mismatch_is_decided_by_rule(question, gold, sut, reason):
