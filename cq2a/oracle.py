@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from pydantic import BaseModel
 
 from cq2a.answers import normalize_answer, normalize_yes_no, restates_question
@@ -191,28 +189,8 @@ def judge_verdicts(
             usage,
         )
 
-    def needs_judge(index: int) -> bool:
-        case, sut = cases[index], sut_answers[index]
-        return (
-            answer_type_mismatch(case.question, case.answer, sut) is None
-            and same_yes_no(case.answer, sut) is None
-            and not consistent_by_similarity(similarities[index], threshold)
-        )
-
-    # The judge prompt starts with the passage: process it once per context on the server.
-    judged_contexts = Counter(cases[i].context for i in range(len(cases)) if needs_judge(i))
-    prefilled = [
-        prefill_judge(client, context) for context, count in judged_contexts.items() if count > 1
-    ]
     results = parallel_map(decide, range(len(cases)), concurrency)
-    usage = sum_usage([*prefilled, *(usage for _, usage in results)])
-    return [verdict for verdict, _ in results], usage
-
-
-def prefill_judge(client: ChatClient, context: str) -> Usage:
-    """Put the judge prompt's passage into the server's cache (``ChatClient.prefill``)."""
-    user = render_prompt("judge.user", context=context, question="", gold_answer="", sut_answer="")
-    return client.prefill(load_prompt("judge.system"), user)
+    return [verdict for verdict, _ in results], sum_usage(usage for _, usage in results)
 
 
 def oracle_verdicts(

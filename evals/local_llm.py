@@ -9,9 +9,7 @@ through ``cq2a.llm.client.ChatClient``:
 * serial: a server with 1 slot, one request at a time, votes as 5 requests (the old server);
 * slotted: a server with ``--slots`` slots, stage by stage as the graph runs one context (all
   generation requests at once, then all re-asks, then all judge requests; the client keeps as
-  many choices in flight as there are slots), votes as ``n`` requests of at most ``slots``;
-  before the generation and judge fan-outs the shared prompt is prefilled once, as the graph
-  does (``--no-prefill`` leaves that out).
+  many choices in flight as there are slots), votes as ``n`` requests of at most ``slots``.
 
 ``local_llm_throughput_ratio`` is completion tokens/s slotted ÷ serial. ``local_votes_ratio``
 is the seconds of 5 votes as one ``n=5`` request ÷ 5 sequential requests (same server, same
@@ -135,7 +133,6 @@ def run_workload(
     votes: int,
     parallel: bool,
     seed: int,
-    prefill: bool = True,
 ) -> dict[str, Any]:
     with LocalLLMServer(
         model_path, alias=model_alias(model), n_ctx=LOCAL_CONTEXT_WINDOW, slots=slots
@@ -148,8 +145,6 @@ def run_workload(
             usages = []
             for kind in ("generation", "reask", "judge"):
                 stage = [item for item in items if item[0] == kind]
-                if prefill and kind != "reask":  # as the generate node and the judge do
-                    usages.append(client.prefill(stage[0][1], stage[0][2]))
                 with ThreadPoolExecutor(max_workers=len(stage)) as pool:
                     usages += list(pool.map(lambda item: send(client, item, votes), stage))
         else:
@@ -237,7 +232,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--votes", type=int, default=5)
     parser.add_argument("--skip-serial", action="store_true")
     parser.add_argument("--skip-batched-bench", action="store_true")
-    parser.add_argument("--no-prefill", action="store_true", help="slotted run without prefill")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -252,16 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(json.dumps(report["batched_bench"], indent=1), flush=True)
     report["slotted"] = run_workload(
-        model_path,
-        args.model,
-        args.slots,
-        items,
-        args.votes,
-        parallel=True,
-        seed=1,
-        prefill=not args.no_prefill,
+        model_path, args.model, args.slots, items, args.votes, parallel=True, seed=1
     )
-    report["slotted"]["prefill"] = not args.no_prefill
     print("slotted", report["slotted"], flush=True)
     if not args.skip_serial:
         report["serial"] = run_workload(

@@ -10,13 +10,7 @@ from langgraph.runtime import Runtime
 
 from cq2a.candidates import at_step, settle
 from cq2a.fanout import parallel_map
-from cq2a.generation import (
-    feedback_for,
-    generate_questions,
-    generation_messages,
-    new_slots,
-    slots_per_answer,
-)
+from cq2a.generation import generate_questions, new_slots, slots_per_answer
 from cq2a.graph.state import ContextState
 from cq2a.llm.usage import Usage, sum_usage
 from cq2a.models import Answer, Candidate
@@ -50,18 +44,11 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             seed_offset=len(first.attempts),
         )
 
-    groups = list(by_answer.values())
-    usage = Usage()
-    if len(groups) > 1:  # they share the passage: process it once, not once per server slot
-        first = groups[0][0]
-        usage = run.llm.generator.prefill(
-            *generation_messages(first.answer, context, len(groups[0]), feedback_for(groups[0]))
-        )
-    results = parallel_map(ask, groups, settings.concurrency)
+    results = parallel_map(ask, list(by_answer.values()), settings.concurrency)
     updated = [
         after_generation(slot, settings.max_attempts) for filled, _ in results for slot in filled
     ]
-    usage = usage + sum_usage(usage for _, usage in results)
+    usage = sum_usage(usage for _, usage in results)
     emit(
         "stage_finished",
         context_id=context.id,

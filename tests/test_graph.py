@@ -291,19 +291,3 @@ def test_requests_carry_the_token_cap_llama_cpp_reads(scripted_llm):
     # llama.cpp's server ignores max_completion_tokens; the classic field must be there too.
     assert generation.body["max_tokens"] == LLMSpec().max_tokens
     assert reask.body["max_tokens"] == LLMSpec().max_tokens
-
-
-def test_answers_of_one_context_share_one_prefill_on_a_server_with_slots(scripted_llm):
-    scripted_llm.slots = 5
-    question = "Which agreement did Rollo conclude with the Frankish ruler in 911?"
-    script = PipelineScript(
-        questions=lambda answer, fb: [explained(question + answer[:3], answer)],
-        votes=lambda q: [FIRST] * 5,
-    )
-    run(scripted_llm, script, answers_per_context=2, questions_per_entity=1)
-    generation = [r for r in scripted_llm.requests if "Target answer" in str(r.body["messages"])]
-    prefills = [r for r in generation if r.body.get("max_tokens") == 0]
-    assert len(prefills) == 1 and generation[0] is prefills[0]  # first, before the fan-out
-    # the same prompt as the first answer's request, which then finds it all cached
-    asked = [r.body["messages"] for r in generation[1:3]]
-    assert prefills[0].body["messages"] in asked and asked[0] != asked[1]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-from cq2a.llm.cache import LLMCache
 from cq2a.llm.client import ChatClient, Endpoint, Slots, resolve_endpoint
 from cq2a.llm.local_server import LocalLLMServer
 from cq2a.settings import LLMSpec, Settings
@@ -84,28 +83,6 @@ def test_an_attached_server_reports_its_slots():
         assert attached.slots == 6
     with ScriptedLLMServer(_seeded) as plain:  # no /props: one slot is assumed
         assert LocalLLMServer.attach(plain.base_url, alias="scripted-model").slots == 1
-
-
-def test_prefill_evaluates_the_prompt_without_generating_and_a_replay_sends_nothing(tmp_path):
-    with ScriptedLLMServer(_seeded, slots=5) as server:
-        spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
-        cache = LLMCache(tmp_path / "cache.sqlite")
-        client = ChatClient(spec, Settings(), endpoint=Endpoint(server.base_url, 5), cache=cache)
-        usage = client.prefill("system", "Passage: the shared part")
-        replay = client.prefill("system", "Passage: the shared part")
-        records = server.requests
-    assert usage.requests == 1 and usage.prompt_tokens > 0
-    assert replay.requests == 0 and replay.cached == 1
-    assert [(r.body["max_tokens"], r.body["messages"][-1]["content"]) for r in records] == [
-        (0, "Passage: the shared part")
-    ]
-
-
-def test_no_prefill_where_a_server_has_one_slot_or_does_not_say():
-    with ScriptedLLMServer(_seeded) as server:
-        assert _client(server, slots=None).prefill("system", "user").requests == 0
-        assert _client(server, slots=1).prefill("system", "user").requests == 0
-        assert server.requests == []
 
 
 def test_a_compatible_llama_cpp_server_is_known_by_its_slots():

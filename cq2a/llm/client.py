@@ -244,40 +244,6 @@ class ChatClient:
             system, user, n=n, seed_offset=seed_offset, response_format=None, cacheable=None
         )
 
-    def prefill(self, system: str, user: str) -> Usage:
-        """Evaluate a prompt into a llama.cpp server's cache without generating (``max_tokens``
-        0), before several requests that share its prefix (a stage's requests about one
-        context) go out together: the slot that takes each of them then restores the prefix
-        from the server's prompt cache instead of processing it again.
-
-        Only for servers with more than one slot. It is cached like a completion, so a replay
-        sends nothing; a failed prefill costs nothing but the speed-up (the requests that follow
-        carry the work and report any outage)."""
-        if self.max_choices is None or self.max_choices < 2:
-            return Usage()
-        import openai
-
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        request = {"model": self.spec.cache_identity(), "prefill": messages}
-        key = cache_key(request)
-        if self.cache is not None and self.cache.get(key) is not None:
-            return Usage(cached=1)
-        client = self.model.root_client.with_options(max_retries=0, timeout=self.spec.timeout_s)
-        try:
-            with self.slots.hold(1):
-                reply = client.chat.completions.create(
-                    model=self.spec.model,
-                    messages=messages,  # type: ignore[arg-type]
-                    max_tokens=0,
-                )
-        except openai.OpenAIError:
-            return Usage()
-        usage = Usage(requests=1, prompt_tokens=reply.usage.prompt_tokens if reply.usage else 0)
-        if self.meter is not None:
-            self.meter.record(usage)
-        self._store(key, request, "")
-        return usage
-
     def structured(
         self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
     ) -> tuple[list[T | Malformed], Usage]:
