@@ -41,7 +41,7 @@ from cq2a.llm.usage import Usage
 from cq2a.models import JudgeVerdict
 from cq2a.prompts_loader import load_prompt, render_prompt
 from cq2a.settings import DEFAULT_LOCAL_MODEL, LOCAL_CONTEXT_WINDOW, LLMSpec, Settings
-from evals import emit
+from evals.runs import emit
 
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = REPO / "cq2a" / "data" / "squad2_dev_sample.jsonl"
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
         bound = slotted["tokens_predicted"] / best_tg + slotted["prompt_tokens_processed"] / best_pp
         report["compute_bound_s"] = round(bound, 1)
         report["local_compute_efficiency"] = round(bound / slotted["wall_s"], 2)
-    emit(report, args.json)
+    emit(report, json.dumps(report, indent=2), args.json)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ from typing import Any
 from cq2a.services import services_for
 from cq2a.settings import Settings
 from cq2a.sut.base import SUTQuery
-from evals import emit
 from evals.recall import squad_normalise, token_f1
+from evals.runs import emit
 
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = REPO / "cq2a" / "data" / "squad2_dev_sample.jsonl"
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
             ]
         ],
     }
-    emit(report, args.json)
+    emit(report, json.dumps(report, indent=2), args.json)
 
 
 if __name__ == "__main__":

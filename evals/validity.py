@@ -41,6 +41,7 @@ from cq2a.oracle import compared_form, judge_verdicts
 from cq2a.reasking import reask
 from cq2a.services import Services, release_services, services_for
 from cq2a.settings import Settings
+from evals.runs import emit
 
 
 class HumanQuestion(BaseModel):
@@ -294,11 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = measure(
         settings, args.data, args.contexts, args.per_context, args.seed, generate=args.generate
     )
-    text = json.dumps(figures, indent=2)
-    print(text)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(figures, json.dumps(figures, indent=2), args.json)
 
 
 if __name__ == "__main__":
