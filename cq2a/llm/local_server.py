@@ -43,6 +43,7 @@ import urllib.error
 import urllib.request
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from cq2a.llm.catalog import CATALOG, ensure_model
 
@@ -67,12 +68,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
-def served_models(base_url: str, timeout_s: float = 2.0) -> list[str] | None:
-    """The model ids a server at ``base_url`` (ending in ``/v1``) lists, or None if it is down."""
+def _get_json(url: str, timeout_s: float) -> dict[str, Any] | None:
+    """The JSON object a GET of ``url`` returns, or None when the server is down, answers an
+    error or something that is not a JSON object."""
     try:
-        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as response:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
             body = json.load(response)
     except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def served_models(base_url: str, timeout_s: float = 2.0) -> list[str] | None:
+    """The model ids a server at ``base_url`` (ending in ``/v1``) lists, or None if it is down."""
+    body = _get_json(f"{base_url}/models", timeout_s)
+    if body is None:
         return None
     return [str(item.get("id")) for item in body.get("data", [])]
 
@@ -110,13 +120,9 @@ def server_version() -> str | None:
 def server_slots(base_url: str, timeout_s: float = 2.0) -> int | None:
     """How many slots the server at ``base_url`` (ending in ``/v1``) has, from ``GET /props``;
     None when it does not say (not a llama.cpp server, or down)."""
-    root = base_url.removesuffix("/v1")
-    try:
-        with urllib.request.urlopen(f"{root}/props", timeout=timeout_s) as response:
-            slots = json.load(response).get("total_slots")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return int(slots) if isinstance(slots, int) and slots > 0 else None
+    body = _get_json(f"{base_url.removesuffix('/v1')}/props", timeout_s)
+    slots = body.get("total_slots") if body is not None else None
+    return slots if isinstance(slots, int) and slots > 0 else None
 
 
 def model_alias(model: str) -> str:
