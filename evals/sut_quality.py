@@ -38,8 +38,9 @@ def questions(path: Path, limit: int | None) -> list[tuple[SUTQuery, list[str]]]
         record = json.loads(line)
         for qa in record.get("qas", []):
             if qa.get("answers") and not qa.get("is_impossible"):
-                found.append((SUTQuery(context=record["context"], question=qa["question"]), qa))
-    return [(query, qa["answers"]) for query, qa in found[:limit]]
+                query = SUTQuery(context=record["context"], question=qa["question"])
+                found.append((query, qa["answers"]))
+    return found[:limit]
 
 
 def score(answer: str, golds: list[str]) -> tuple[float, float]:
