@@ -380,7 +380,7 @@ def command_estimate(args: argparse.Namespace) -> int:
 
 
 def command_extract(args: argparse.Namespace) -> int:
-    from cq2a.extraction import extract_entities
+    from cq2a.extraction import select_entities
     from cq2a.inputs import read_contexts
     from cq2a.parsing import get_parser
     from cq2a.settings import Settings
@@ -391,7 +391,8 @@ def command_extract(args: argparse.Namespace) -> int:
     for skip in skipped:
         print(json.dumps({"skipped": skip.model_dump()}), file=sys.stderr)
     for context in contexts[: args.limit]:
-        answers = extract_entities(parser.parse(context), context, settings.answers_per_context)
+        parsed = parser.parse(context)
+        answers = select_entities(parsed, context, settings.answers, settings.answers_per_context)
         for answer in answers:
             print(answer.model_dump_json(include={"id", "kind", "text", "sentence_index"}))
     return EXIT_OK

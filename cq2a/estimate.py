@@ -139,7 +139,7 @@ def estimate_contexts(
             "contexts": len(contexts),
             "sampled_contexts": sample,
         }
-    from cq2a.extraction import drop_long_sentences, extract_entities
+    from cq2a.extraction import drop_long_sentences, select_entities
     from cq2a.parsing import get_parser
 
     parser = get_parser(settings.parser)
@@ -161,7 +161,7 @@ def estimate_contexts(
                 rates.completion_per_relation_call,
             )
         parsed, _ = drop_long_sentences(parser.parse(context), settings.max_sentence_tokens)
-        entities = extract_entities(parsed, context, limit=cap - round(relations))
+        entities = select_entities(parsed, context, settings.answers, cap - round(relations))
         answers_total += len(entities) + relations
         for answer in entities:
             slots_total += add_answer(stages, settings, rates, context, answer, 1.0)

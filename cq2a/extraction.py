@@ -19,6 +19,7 @@ from cq2a.llm.usage import Usage
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Skip, Token
 from cq2a.relations import RelationExtraction, extract_relations
 from cq2a.services import Services
+from cq2a.settings import AnswerSet
 
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
@@ -156,11 +157,12 @@ def _noun_lemmas(tokens: Iterable[Token]) -> list[str]:
     return list(dict.fromkeys(t.lemma for t in tokens if t.upos in NOUN_UPOS))
 
 
-def _answer(
+def answer_from_tokens(
     context: Context, sentence: Sentence, tokens: Sequence[Token], kind: AnswerKind
 ) -> Answer:
+    """An answer (without its id) for a run of tokens of one sentence."""
     words = [t for t in tokens if t.upos != "PUNCT"]
-    word = tokens[0] if kind is AnswerKind.ENTITY_WORD else None
+    word = tokens[0] if len(tokens) == 1 else None
     return Answer(
         id="",
         context_id=context.id,
@@ -203,9 +205,13 @@ def _sentence_answers(context: Context, sentence: Sentence) -> list[Answer]:
     phrases = kept_phrases(sentence)
     ordered = [p for p in phrases if p.phrase.label == "NP"]
     ordered += [p for p in phrases if p.phrase.label == "VP"]
-    answers = [_answer(context, sentence, p.tokens, AnswerKind.ENTITY_PHRASE) for p in ordered]
+    answers = [
+        answer_from_tokens(context, sentence, p.tokens, AnswerKind.ENTITY_PHRASE) for p in ordered
+    ]
     words = kept_words(sentence, phrases)
-    return answers + [_answer(context, sentence, [t], AnswerKind.ENTITY_WORD) for t in words]
+    return answers + [
+        answer_from_tokens(context, sentence, [t], AnswerKind.ENTITY_WORD) for t in words
+    ]
 
 
 def _round_robin(answers: Sequence[Answer]) -> list[Answer]:
@@ -241,6 +247,15 @@ def _apart_first(answers: Sequence[Answer]) -> list[Answer]:
     return apart + overlapping
 
 
+def paper_answers(parsed: ParsedContext, context: Context) -> list[Answer]:
+    """III-A1: the phrases and words of every sentence that pass the paper's rules, without
+    duplicates, in sentence order (no ids yet)."""
+    found = [a for s in parsed.sentences for a in _sentence_answers(context, s)]
+    # III-C1 lexical validity is a property of the answer: an invalid one never reaches generation
+    found = [a for a in found if answer_is_lexically_valid(a).passed]
+    return drop_duplicate_phrases(found)
+
+
 def extract_entities(
     parsed: ParsedContext, context: Context, limit: int | None = None
 ) -> list[Answer]:
@@ -252,13 +267,23 @@ def extract_entities(
     spread over the whole context. Ids are ``{context.id}:e{n}`` in that order, so a smaller
     limit yields a prefix of a larger one.
     """
-    found = [a for s in parsed.sentences for a in _sentence_answers(context, s)]
-    # III-C1 lexical validity is a property of the answer: an invalid one never reaches generation
-    found = [a for a in found if answer_is_lexically_valid(a).passed]
-    ordered = _apart_first(_round_robin(_concise_first(drop_duplicate_phrases(found))))
+    ordered = _apart_first(_round_robin(_concise_first(paper_answers(parsed, context))))
     if limit is not None:
         ordered = ordered[: max(limit, 0)]
     return [a.model_copy(update={"id": f"{context.id}:e{n}"}) for n, a in enumerate(ordered)]
+
+
+def select_entities(
+    parsed: ParsedContext, context: Context, answers: AnswerSet, limit: int | None = None
+) -> list[Answer]:
+    """The entity answers of one context from the chosen set: ``paper``, the III-A1 phrases and
+    words alone; ``asked``, those with the names, numbers, noun chunks, modifiers and clauses
+    people ask about, ranked by ``cq2a.asked_answers``."""
+    if answers == "paper":
+        return extract_entities(parsed, context, limit)
+    from cq2a.asked_answers import extract_asked  # it builds on this module's III-A1 rules
+
+    return extract_asked(parsed, context, limit)
 
 
 def sentence_spans(parsed: ParsedContext) -> list[tuple[int, int]]:
@@ -310,7 +335,7 @@ def extract_context(services: Services, context: Context) -> Extraction:
     if settings.relations:
         relations = extract_relations(services.llm.generator, context, parsed, max(1, cap // 3))
     found = relations.answers if relations else []
-    entities = extract_entities(parsed, context, limit=cap - len(found))
+    entities = select_entities(parsed, context, settings.answers, limit=cap - len(found))
     return Extraction(
         context_id=context.id,
         answers=entities + found,

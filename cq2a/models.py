@@ -49,6 +49,15 @@ class Phrase(BaseModel):
     clause_tokens: list[int] = Field(default_factory=list)
 
 
+class EntitySpan(BaseModel):
+    """A named entity, date, number or quantity the parser's NER found, as a contiguous run of
+    token indices (1-based, inclusive) with its label (OntoNotes: PERSON, GPE, DATE...)."""
+
+    label: str
+    start: int
+    end: int
+
+
 class Sentence(BaseModel):
     index: int
     text: str
@@ -56,6 +65,7 @@ class Sentence(BaseModel):
     end: int
     tokens: list[Token]
     phrases: list[Phrase] = Field(default_factory=list)
+    entities: list[EntitySpan] = Field(default_factory=list)
 
     def token(self, index: int) -> Token:
         return self.tokens[index - 1]
@@ -71,9 +81,22 @@ class ParsedContext(BaseModel):
 
 
 class AnswerKind(StrEnum):
+    """Where an answer comes from. The paper's (III-A): phrases and words of the parse, and
+    relations; beside them, the answers people ask about (``cq2a.asked_answers``)."""
+
     ENTITY_WORD = "entity-word"
     ENTITY_PHRASE = "entity-phrase"
     RELATION = "relation"
+    #: A name the parser's NER found: a person, place, organisation, work, event...
+    NAMED_ENTITY = "named-entity"
+    #: A date, time, number, quantity, amount of money, percentage or ordinal.
+    NUMBER = "number"
+    #: A base noun phrase: a noun with its determiners, modifiers and compounds.
+    NOUN_CHUNK = "noun-chunk"
+    #: An adjective that says what kind a noun is ("rounded" arches, "silver" chains).
+    MODIFIER = "modifier"
+    #: A short clause, the answer to a why or how question.
+    CLAUSE = "clause"
 
     @property
     def is_entity(self) -> bool:

@@ -15,6 +15,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 LLMBackend = Literal["local", "openai", "compatible"]
 ParserBackend = Literal["spacy", "stanza"]
 SUTKind = Literal["seq2seq", "openai", "callable", "http"]
+#: ``paper``: the III-A1 phrases and words; ``asked``: those and the names, numbers, noun chunks,
+#: modifiers and clauses people ask about (``cq2a.asked_answers``).
+AnswerSet = Literal["asked", "paper"]
 
 #: The offline default chat model (see ``cq2a.llm.catalog``).
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct"
@@ -123,6 +126,18 @@ class Settings(BaseSettings):
         0.95, ge=0.0, le=1.0, description="Questions of one answer this similar are duplicates."
     )
 
+    answers: AnswerSet = Field(
+        "asked",
+        description="asked: the names, numbers, noun chunks, modifiers and clauses people ask "
+        "about, with the paper's phrases and words, ranked; paper: the III-A1 phrases and words.",
+    )
+    answer_budget: int = Field(
+        50,
+        ge=1,
+        description="Ranked answer candidates kept per context: the pool a run draws its "
+        "answers from, first answers_per_context of them, then more for sentences no test "
+        "covers yet (coverage rounds).",
+    )
     answers_per_context: int = Field(12, ge=1, description="Cap on answers kept per context.")
     questions_per_entity: int = Field(5, ge=1, description="Questions asked per entity (Table I).")
     questions_per_relation: int = Field(10, ge=1, description="Questions per triple (Table I).")

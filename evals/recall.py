@@ -1,10 +1,11 @@
 """Extraction recall (RQ3): how many human answers of a QA dataset the extractor proposes.
 
 For every answerable human question of a dataset, the question counts as covered when one of its
-human answers matches an answer extracted from its context (III-A1, no LLM): the same text after
+human answers matches an answer extracted from its context (no LLM): the same text after
 SQuAD-style normalisation, or token F1 >= 0.8. Yes/no datasets (BoolQ) have no span answers and
-are reported as not applicable. Recall is given for every extracted answer and for the run's cap
-(``Settings.answers_per_context``).
+are reported as not applicable. Recall is given for each answer set (``asked``, the default, and
+``paper``, III-A1 alone), for every ranked answer and for the first 12, 25 and 50 of each context
+(the default ``Settings.answer_budget`` is 50), and per answer kind within the default budget.
 
     python -m evals.recall --data /work/shared/data/*.jsonl --json evals/results/recall.json
 """
@@ -22,11 +23,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from cq2a.answers import normalize_yes_no
-from cq2a.models import Context
-from cq2a.settings import Settings
+from cq2a.models import Answer, Context
+from cq2a.settings import AnswerSet, Settings
 
 SHIPPED = Path(__file__).resolve().parents[1] / "cq2a" / "data" / "squad2_dev_sample.jsonl"
 F1_MATCH = 0.8
+BUDGETS = (12, 25, 50)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -76,6 +78,27 @@ class Coverage(BaseModel):
     answer_recall: float
 
 
+class KindRecall(BaseModel):
+    """One answer kind within the default budget: how many answers of it a context keeps, and
+    the questions it covers (alone, and as the first match in rank order)."""
+
+    per_context: float
+    covers: int
+    recall: float
+    first_match: int
+
+
+class SetRecall(BaseModel):
+    """One answer set (``asked`` or ``paper``) on one dataset."""
+
+    answers: str
+    extracted_per_context: float
+    all_answers: Coverage
+    at_budget: dict[str, Coverage]
+    per_kind: dict[str, KindRecall]
+    misses: list[dict[str, Any]] = []
+
+
 class DatasetRecall(BaseModel):
     data: str
     dataset: str
@@ -83,11 +106,8 @@ class DatasetRecall(BaseModel):
     applicable: bool
     reason: str = ""
     questions: int = 0
-    extracted_per_context: float = 0.0
-    all_answers: Coverage | None = None
-    capped: Coverage | None = None
-    cap: int = 0
-    misses: list[dict[str, Any]] = []
+    budget: int = 0
+    sets: list[SetRecall] = []
 
 
 def read_items(path: Path, limit: int | None = None) -> list[Item]:
@@ -109,6 +129,10 @@ def is_yes_no_dataset(items: list[Item]) -> bool:
     """True when every human answer is a yes/no answer (BoolQ)."""
     answers = [a for item in items for group in item.answers for a in group]
     return bool(answers) and all(normalize_yes_no(a) is not None for a in answers)
+
+
+def covered(golds: list[str], texts: list[str]) -> bool:
+    return any(best_match(gold, texts)[0] != "none" for gold in golds)
 
 
 def coverage(items: list[Item], extracted: list[list[str]]) -> tuple[Coverage, list[dict]]:
@@ -140,52 +164,95 @@ def coverage(items: list[Item], extracted: list[list[str]]) -> tuple[Coverage, l
     return found, misses
 
 
-def extract_all(items: list[Item]) -> list[list[str]]:
-    """Every entity answer (III-A1) of each context, in the extractor's order."""
-    from cq2a.extraction import extract_entities
+def per_kind(items: list[Item], ranked: list[list[Answer]], budget: int) -> dict[str, KindRecall]:
+    """Each answer kind's share of the budget and of the questions it covers."""
+    total = sum(len(item.questions) for item in items) or 1
+    kept = [answers[:budget] for answers in ranked]
+    kinds = sorted({a.kind.value for answers in kept for a in answers})
+    result = {}
+    for kind in kinds:
+        covers = first = 0
+        for item, answers in zip(items, kept, strict=True):
+            texts = [a.text for a in answers if a.kind.value == kind]
+            for golds in item.answers:
+                covers += covered(golds, texts)
+                first_hit = next((a for a in answers if covered(golds, [a.text])), None)
+                first += first_hit is not None and first_hit.kind.value == kind
+        result[kind] = KindRecall(
+            per_context=round(
+                sum(len([a for a in k if a.kind.value == kind]) for k in kept) / max(len(items), 1),
+                1,
+            ),  # fmt: skip
+            covers=covers,
+            recall=round(covers / total, 4),
+            first_match=first,
+        )
+    return result
+
+
+def extract_all(items: list[Item], answers: AnswerSet) -> list[list[Answer]]:
+    """Every entity answer of each context, in the order a run's budget takes them."""
+    from cq2a.extraction import select_entities
     from cq2a.parsing import get_parser
 
     parser = get_parser("spacy")
-    return [
-        [answer.text for answer in extract_entities(parser.parse(item.context), item.context)]
-        for item in items
-    ]
+    return [select_entities(parser.parse(item.context), item.context, answers) for item in items]
 
 
-def dataset_recall(path: Path, limit: int | None = None, cap: int | None = None) -> DatasetRecall:
-    """Extraction recall of one dataset file."""
+def set_recall(items: list[Item], answers: AnswerSet, budget: int) -> SetRecall:
+    ranked = extract_all(items, answers)
+    texts = [[a.text for a in found] for found in ranked]
+    everything, misses = coverage(items, texts)
+    budgets = sorted({*BUDGETS, budget})
+    return SetRecall(
+        answers=answers,
+        extracted_per_context=round(sum(map(len, texts)) / max(len(items), 1), 1),
+        all_answers=everything,
+        at_budget={str(k): coverage(items, [t[:k] for t in texts])[0] for k in budgets},
+        per_kind=per_kind(items, ranked, budget),
+        misses=misses[:10],
+    )
+
+
+def dataset_recall(
+    path: Path, limit: int | None = None, budget: int | None = None
+) -> DatasetRecall:
+    """Extraction recall of one dataset file, for both answer sets."""
     items = read_items(path, limit)
     name = path.stem.split("_")[0]
     base = {"data": str(path), "dataset": name, "contexts": len(items)}
     if is_yes_no_dataset(items):
         reason = "yes/no answers are not spans of the context: span extraction does not apply"
         return DatasetRecall(**base, applicable=False, reason=reason)
-    cap = Settings().answers_per_context if cap is None else cap
-    extracted = extract_all(items)
-    everything, misses = coverage(items, extracted)
-    capped, _ = coverage(items, [texts[:cap] for texts in extracted])
+    budget = Settings().answer_budget if budget is None else budget
     return DatasetRecall(
         **base,
         applicable=True,
-        questions=everything.questions,
-        extracted_per_context=round(sum(map(len, extracted)) / max(len(items), 1), 1),
-        all_answers=everything,
-        capped=capped,
-        cap=cap,
-        misses=misses[:10],
+        questions=sum(len(item.questions) for item in items),
+        budget=budget,
+        sets=[set_recall(items, "asked", budget), set_recall(items, "paper", budget)],
     )
 
 
 def table(results: list[DatasetRecall]) -> str:
-    lines = [f"{'dataset':12} {'ctx':>4} {'qs':>5} {'ext/ctx':>8} {'recall':>7} {'@cap':>7}"]
+    heads = "".join(f"{'@' + str(k):>7}" for k in BUDGETS)
+    lines = [f"{'dataset':12} {'answers':7} {'ctx':>4} {'qs':>5} {'ext/ctx':>8} {'all':>7}{heads}"]
     for r in results:
         if not r.applicable:
-            lines.append(f"{r.dataset:12} {r.contexts:4} {'':>5} n/a: {r.reason}")
+            lines.append(f"{r.dataset:12} {'':7} {r.contexts:4} {'':>5} n/a: {r.reason}")
             continue
-        assert r.all_answers is not None and r.capped is not None
+        for s in r.sets:
+            at = "".join(f"{s.at_budget[str(k)].recall:7.3f}" for k in BUDGETS)
+            lines.append(
+                f"{r.dataset:12} {s.answers:7} {r.contexts:4} {r.questions:5} "
+                f"{s.extracted_per_context:8} {s.all_answers.recall:7.3f}{at}"
+            )
+        kinds = r.sets[0].per_kind
         lines.append(
-            f"{r.dataset:12} {r.contexts:4} {r.questions:5} {r.extracted_per_context:8} "
-            f"{r.all_answers.recall:7.3f} {r.capped.recall:7.3f}"
+            f"  asked @{r.budget} by kind (per context, recall, first match): "
+            + "; ".join(
+                f"{k} {v.per_context} {v.recall:.3f} {v.first_match}" for k, v in kinds.items()
+            )
         )
     return "\n".join(lines)
 
@@ -194,10 +261,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, nargs="+", default=[SHIPPED])
     parser.add_argument("--limit", type=int, default=None, help="First N contexts per file.")
-    parser.add_argument("--cap", type=int, default=None, help="Answers kept per context.")
+    parser.add_argument(
+        "--budget", type=int, default=None, help="Answers kept per context (default: 50)."
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    results = [dataset_recall(path, args.limit, args.cap) for path in args.data]
+    results = [dataset_recall(path, args.limit, args.budget) for path in args.data]
     print(table(results))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -33,12 +33,22 @@ def test_squad_normalise_and_token_f1():
 def test_recall_on_two_contexts_counts_every_answerable_question():
     found = recall.dataset_recall(recall.SHIPPED, limit=2)
     items = recall.read_items(recall.SHIPPED, limit=2)
-    assert found.applicable and found.contexts == 2
-    assert found.all_answers is not None and found.capped is not None
+    assert found.applicable and found.contexts == 2 and found.budget == 50
+    assert [s.answers for s in found.sets] == ["asked", "paper"]
     assert found.questions == sum(len(item.questions) for item in items) > 0
-    assert found.all_answers.exact + found.all_answers.f1 <= found.questions
-    assert 0.0 < found.all_answers.recall <= 1.0
-    assert found.capped.recall <= found.all_answers.recall
+    for answer_set in found.sets:
+        everything = answer_set.all_answers
+        assert everything.exact + everything.f1 <= found.questions
+        assert 0.0 < everything.recall <= 1.0
+        at = [answer_set.at_budget[k].recall for k in ("12", "25", "50")]
+        assert at == sorted(at) and at[-1] <= everything.recall
+    asked, paper = found.sets
+    assert asked.at_budget["12"].recall > paper.at_budget["12"].recall
+    kinds = asked.per_kind
+    assert {"named-entity", "number"} <= set(kinds)
+    assert sum(k.first_match for k in kinds.values()) == round(
+        asked.at_budget["50"].recall * found.questions
+    )
 
 
 def test_yes_no_dataset_is_not_applicable(tmp_path):

@@ -46,6 +46,7 @@ def settings_for(server, **overrides) -> Settings:
         "judge": LLMSpec(**spec, temperature=0.0),
         "sut": SUTSpec(kind="callable", model="tests.test_graph:recording_sut", batch_size=8),
         "relations": False,
+        "answers": "paper",  # these tests follow the III-A1 answers ("a treaty" first)
         "answers_per_context": 1,
         "questions_per_entity": 2,
         "cache_path": "off",
@@ -291,3 +292,24 @@ def test_requests_carry_the_token_cap_llama_cpp_reads(scripted_llm):
     # llama.cpp's server ignores max_completion_tokens; the classic field must be there too.
     assert generation.body["max_tokens"] == LLMSpec().max_tokens
     assert reask.body["max_tokens"] == LLMSpec().max_tokens
+
+
+def test_default_answers_are_the_names_and_numbers_people_ask_about(scripted_llm):
+    asked = {
+        "Charles III": "Which Frankish king did Rollo sign his treaty with?",
+        "Normans": "Which people later conquered England, after Rollo's treaty?",
+    }
+
+    def questions(answer, has_feedback):
+        return [explained(asked.get(answer, f"Which words of the passage are {answer!r}?"), answer)]
+
+    def votes(question):
+        return [next((a for a, q in asked.items() if q == question), "?")] * 5
+
+    script = PipelineScript(questions=questions, votes=votes)
+    result = run(scripted_llm, script, answers="asked", answers_per_context=2,
+                 questions_per_entity=1)  # fmt: skip
+    answers = [(a.text, a.kind.value) for a in result["answers"]]
+    assert answers == [("Charles III", "named-entity"), ("Normans", "named-entity")]
+    verdicts = {v.gold_answer: v.kind.value for v in result["verdicts"]}
+    assert verdicts == {"Charles III": "named-entity", "Normans": "named-entity"}

@@ -19,12 +19,12 @@ from cq2a.testing.scripted_server import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
-ANSWER = "a treaty"
+ANSWER = "Charles III"  # the first answer of the default set: a name
 CONTEXT = {
     "id": "normans",
     "context": "Rollo signed a treaty with King Charles III of West Francia in 911.",
 }
-QUESTION = "What did Rollo agree to with the Frankish ruler in 911?"
+QUESTION = "Which Frankish ruler did Rollo make an agreement with in 911?"
 
 
 def free_port() -> int:

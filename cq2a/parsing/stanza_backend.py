@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from cq2a.models import Context, ParsedContext, Phrase, Sentence, Token
+from cq2a.models import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
 from cq2a.parsing.base import CLAUSE_LABELS, STANZA_FIX, STANZA_PROCESSORS, ParserUnavailable
 
 if TYPE_CHECKING:
@@ -79,6 +79,16 @@ def phrases_from_tree(tree: Tree) -> list[Phrase]:
     return sorted(phrases.values(), key=lambda p: (p.start, -p.end, p.label))
 
 
+def _entities(sentence: StanzaSentence, tokens: list[Token]) -> list[EntitySpan]:
+    """The NER spans of a sentence (Stanza's ``ner`` processor), as word indices."""
+    spans = []
+    for entity in getattr(sentence, "ents", None) or []:
+        inside = [t.index for t in tokens if entity.start_char <= t.start < entity.end_char]
+        if inside:
+            spans.append(EntitySpan(label=entity.type, start=inside[0], end=inside[-1]))
+    return spans
+
+
 def _sentence(sentence: StanzaSentence, number: int, text: str) -> Sentence:
     tokens = [_token(word) for word in sentence.words]
     tree = sentence.constituency
@@ -93,6 +103,7 @@ def _sentence(sentence: StanzaSentence, number: int, text: str) -> Sentence:
         end=end,
         tokens=tokens,
         phrases=phrases_from_tree(tree) if tree is not None else [],
+        entities=_entities(sentence, tokens),
     )
 
 

@@ -1,0 +1,147 @@
+"""The answers people ask about (cq2a.asked_answers): each source on real parser output, with
+SQuAD's human questions of the shipped sample as fixtures, and the ranking's budget rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import cq2a
+from cq2a.answers import answer_tokens
+from cq2a.asked_answers import (
+    TIERS,
+    asked_answers,
+    extract_asked,
+    rank_answers,
+    trim_edges,
+)
+from cq2a.extraction import select_entities
+from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Token
+from cq2a.parsing import get_parser, parser_available
+
+SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
+ROWS = {json.loads(line)["id"]: json.loads(line) for line in SQUAD.read_text().splitlines()}
+
+
+@pytest.fixture(scope="module")
+def parser():
+    usable, fix = parser_available("spacy")
+    if not usable:
+        pytest.skip(f"spaCy model missing: {fix}")
+    return get_parser("spacy")
+
+
+def parsed_row(parser, context_id: str) -> tuple[Context, ParsedContext]:
+    row = ROWS[context_id]
+    context = Context(id=row["id"], context=row["context"])
+    return context, parser.parse(context)
+
+
+def human_answers(context_id: str) -> dict[str, list[str]]:
+    return {qa["question"]: qa["answers"] for qa in ROWS[context_id]["qas"] if qa["answers"]}
+
+
+def kinds_of(answers: list[Answer], text: str) -> set[AnswerKind]:
+    return {a.kind for a in answers if a.text == text}
+
+
+def test_the_parse_carries_named_entities_and_dates(parser) -> None:
+    _, parsed = parsed_row(parser, "squad2-0000")
+    labels = {
+        (" ".join(sentence.token(i).text for i in range(e.start, e.end + 1)), e.label)
+        for sentence in parsed.sentences
+        for e in sentence.entities
+    }
+    assert ("France", "GPE") in labels
+    assert any(label == "DATE" and "10th" in text for text, label in labels)
+
+
+def test_normans_human_answers_are_proposed_with_their_kinds(parser) -> None:
+    context, parsed = parsed_row(parser, "squad2-0000")
+    found = asked_answers(parsed, context)
+    # "In what country is Normandy located?" -> France; "Who was the Norse leader?" -> Rollo:
+    # both only exist inside longer phrases for the paper's rules.
+    assert AnswerKind.NAMED_ENTITY in kinds_of(found, "France")
+    assert AnswerKind.NAMED_ENTITY in kinds_of(found, "Rollo")
+    assert AnswerKind.NUMBER in kinds_of(found, "10th and 11th centuries")
+    assert {"France", "Rollo"}.isdisjoint(a.text for a in select_entities(parsed, context, "paper"))
+
+
+def test_a_year_inside_a_longer_date_is_its_own_answer(parser) -> None:
+    # "In what year was a set of significant rule changes introduced including the forward
+    # pass?" -> 1906, written "the 1906 season" in its context
+    context_id = next(cid for cid, row in ROWS.items() if "the 1906 season" in row["context"])
+    assert ["1906"] in human_answers(context_id).values()
+    context, parsed = parsed_row(parser, context_id)
+    assert AnswerKind.NUMBER in kinds_of(asked_answers(parsed, context), "1906")
+
+
+def test_adjectives_of_kind_are_modifier_answers(parser) -> None:
+    # "What kind of arches does Norman architecture have?" -> rounded
+    context_id = next(cid for cid, row in ROWS.items() if "rounded arches" in row["context"])
+    assert ["rounded"] in human_answers(context_id).values()
+    context, parsed = parsed_row(parser, context_id)
+    assert AnswerKind.MODIFIER in kinds_of(asked_answers(parsed, context), "rounded")
+
+
+def test_every_answer_is_an_exact_span_of_its_sentence(parser) -> None:
+    for context_id in list(ROWS)[:6]:
+        context, parsed = parsed_row(parser, context_id)
+        for answer in extract_asked(parsed, context):
+            if answer.kind in {AnswerKind.ENTITY_PHRASE, AnswerKind.ENTITY_WORD}:
+                continue  # the paper's phrases keep their determiners ("The Normans")
+            assert answer.start is not None and answer.end is not None
+            assert answer.text in answer.sentence
+            assert context.context[answer.start : answer.end].startswith(answer.text.split()[0])
+            assert answer.text.split()[0].casefold() not in {"the", "a", "an", "their", "his"}
+
+
+def test_ranking_drops_normalised_duplicates_and_keeps_a_prefix(parser) -> None:
+    context, parsed = parsed_row(parser, "squad2-0000")
+    everything = extract_asked(parsed, context)
+    keys = [" ".join(answer_tokens(a.text)) for a in everything]
+    assert len(keys) == len(set(keys))
+    assert [a.id for a in extract_asked(parsed, context, 12)] == [a.id for a in everything[:12]]
+    assert everything[0].id == "squad2-0000:e0"
+
+
+def test_names_and_numbers_come_first_spread_over_sentences(parser) -> None:
+    context, parsed = parsed_row(parser, "squad2-0000")
+    ranked = extract_asked(parsed, context)
+    first_tier = [a for a in ranked if a.kind in TIERS[0]]
+    assert ranked[: len(first_tier)] == first_tier
+    sentences_with_names = {a.sentence_index for a in first_tier}
+    head = ranked[: len(sentences_with_names)]
+    assert {a.sentence_index for a in head} == sentences_with_names  # one per sentence first
+
+
+def test_budget_covers_most_human_answers_of_the_first_contexts(parser) -> None:
+    covered = total = 0
+    for context_id in list(ROWS)[:10]:
+        context, parsed = parsed_row(parser, context_id)
+        keys = {" ".join(answer_tokens(a.text)) for a in extract_asked(parsed, context, 50)}
+        for golds in human_answers(context_id).values():
+            total += 1
+            covered += any(" ".join(answer_tokens(g)) in keys for g in golds)
+    assert total >= 20 and covered / total >= 0.7  # exact matches only; F1 matches add more
+
+
+def test_trim_edges_drops_determiners_and_prepositions() -> None:
+    def token(index: int, text: str, upos: str) -> Token:
+        return Token(index=index, text=text, lemma=text, upos=upos, head=0, deprel="dep",
+                     start=0, end=0)  # fmt: skip
+
+    tokens = [token(1, "in", "ADP"), token(2, "the", "DET"), token(3, "1906", "NUM"),
+              token(4, "season", "NOUN"), token(5, ".", "PUNCT")]  # fmt: skip
+    assert [t.text for t in trim_edges(tokens)] == ["1906", "season"]
+
+
+def test_rank_answers_budget_zero_and_none() -> None:
+    assert rank_answers([], "", 5) == []
+    answer = Answer(id="", context_id="c", kind=AnswerKind.NUMBER, text="911", sentence="In 911.",
+                    sentence_index=0, start=3, end=6)  # fmt: skip
+    duplicate = answer.model_copy(update={"kind": AnswerKind.NOUN_CHUNK})
+    assert rank_answers([answer, duplicate], "In 911.") == [answer]
+    assert rank_answers([answer], "In 911.", 0) == []
