@@ -7,7 +7,8 @@ import re
 import string
 from collections import Counter
 
-from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS
+from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
+from cq2a.models import UNANSWERABLE
 
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
@@ -185,3 +186,51 @@ def strip_restated_question(answer: str, question: str, min_restated: int = 3) -
     if not any(kinds[i] == "new" for i in content):
         return answer
     return answer[spans[content[0]].start() : spans[content[-1]].end()]
+
+
+#: Openings of an answer that declines to answer.
+_ABSTENTIONS = (
+    "unanswerable",
+    "no answer",
+    "<no answer>",
+    "the context does not",
+    "the passage does not",
+    "the text does not",
+    "not provided",
+    "no information",
+    "unknown",
+    "not mentioned",
+    "not stated",
+    "not given",
+    "not in the context",
+    "not in the passage",
+    "cannot be determined",
+    "cannot be answered",
+    "can't be determined",
+    "i don't know",
+    "i do not know",
+    "none",
+    "n/a",
+)
+
+
+#: Words of a lead-in that never came to its answer ("The answer to the question is:").
+_LEAD_IN_WORDS = frozenset("answer answers question correct final following".split())
+
+
+def is_abstention(answer: str) -> bool:
+    """An answer that declines to answer ("", "unanswerable", "not mentioned in the text"), or
+    says nothing: only a lead-in and function words ("The answer to the question is:")."""
+    text = normalize_answer(answer).casefold()
+    if not text or any(text == phrase or text.startswith(phrase + " ") for phrase in _ABSTENTIONS):
+        return True
+    if normalize_yes_no(text) is not None:
+        return False
+    filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _LEAD_IN_WORDS
+    return all(word in filler for word in words(text))
+
+
+def canonical_abstention(answer: str) -> str:
+    """``UNANSWERABLE`` for any way of declining to answer, else the answer unchanged, so
+    abstaining votes count as one."""
+    return UNANSWERABLE if is_abstention(answer) else answer

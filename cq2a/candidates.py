@@ -67,6 +67,7 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
                 attempts=len(candidate.attempts),
                 votes=attempt.votes,
                 similarity=attempt.similarity or 0.0,
+                evidence=answer.evidence,
             )
         )
     return cases

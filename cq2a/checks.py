@@ -31,13 +31,23 @@ COMPLETE = "completeness"
 NO_LEAK = "no_leakage"
 LENGTH = "length"
 MENTIONS_ENTITIES = "mentions_entities"
+FORM = "question_form"
+GROUNDED = "grounded"
+BOTH_SENTENCES = "both_sentences"
 
 REASON_OF_CHECK = {
     LEXICAL: RejectReason.LEXICAL,
     COMPLETE: RejectReason.INCOMPLETE,
     NO_LEAK: RejectReason.LEAK,
     MENTIONS_ENTITIES: RejectReason.MISSING_ENTITY,
+    FORM: RejectReason.WRONG_FORM,
+    GROUNDED: RejectReason.UNGROUNDED,
+    BOTH_SENTENCES: RejectReason.SINGLE_SENTENCE,
 }
+#: Words a yes/no question opens with (an auxiliary or modal before its subject).
+YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
+CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
+NOUN_UPOS = frozenset({"NOUN", "PROPN"})
 ARTICLES = frozenset({"a", "an", "the"})
 
 
@@ -172,6 +182,60 @@ def question_mentions_both_entities(answer: Answer, question: str) -> CheckResul
     return CheckResult(name=MENTIONS_ENTITIES, passed=True)
 
 
+def is_yes_no_question(question: str) -> bool:
+    """A question that opens with an auxiliary or a modal ("Did Rollo ...?", "Is it ...?")."""
+    first = words(question)[:1]
+    return bool(first) and first[0] in YES_NO_OPENERS
+
+
+def question_has_its_form(answer: Answer, question: str) -> CheckResult:
+    """A yes/no target needs a yes/no question; an unanswerable one must not be one (its only
+    honest answer would be "no", not an abstention)."""
+    yes_no = is_yes_no_question(question)
+    if answer.kind is AnswerKind.YES_NO and not yes_no:
+        return CheckResult(name=FORM, passed=False, detail="not a yes/no question")
+    if answer.kind is AnswerKind.UNANSWERABLE and yes_no:
+        return CheckResult(name=FORM, passed=False, detail="a yes/no question")
+    return CheckResult(name=FORM, passed=True)
+
+
+def _lemmas(text: str, lemmatize: Lemmatizer, upos: frozenset[str]) -> set[str]:
+    return {lemma for lemma, tag in lemmatize(text) if tag in upos}
+
+
+def explanation_is_grounded(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
+    """Completeness for a yes/no target (III-C1 in spirit): the explanation quotes its sentence,
+    sharing at least two of its content words."""
+    shared = _lemmas(answer.sentence, lemmatize, CONTENT_UPOS) & _lemmas(
+        explanation, lemmatize, CONTENT_UPOS
+    )
+    if len(shared) < 2:
+        return CheckResult(name=COMPLETE, passed=False, detail="explanation does not quote it")
+    return CheckResult(name=COMPLETE, passed=True)
+
+
+def question_is_grounded(answer: Answer, question: str, lemmatize: Lemmatizer) -> CheckResult:
+    """An unanswerable question is about its sentence's topic: it names a noun of it."""
+    if _lemmas(answer.sentence, lemmatize, NOUN_UPOS) & _lemmas(question, lemmatize, NOUN_UPOS):
+        return CheckResult(name=GROUNDED, passed=True)
+    return CheckResult(name=GROUNDED, passed=False, detail="names nothing of its sentence")
+
+
+def question_uses_both_sentences(
+    answer: Answer, question: str, lemmatize: Lemmatizer
+) -> CheckResult:
+    """A multi-sentence question uses a fact of its second sentence: a content word that only
+    that sentence has."""
+    only_bridge = _lemmas(answer.bridge or "", lemmatize, CONTENT_UPOS) - _lemmas(
+        answer.sentence, lemmatize, CONTENT_UPOS
+    )
+    if only_bridge & _lemmas(question, lemmatize, CONTENT_UPOS):
+        return CheckResult(name=BOTH_SENTENCES, passed=True)
+    return CheckResult(
+        name=BOTH_SENTENCES, passed=False, detail="uses nothing only the second sentence says"
+    )
+
+
 def check_question(
     answer: Answer,
     question: str,
@@ -183,13 +247,35 @@ def check_question(
     leak_rule: LeakRule = "paper",
 ) -> list[CheckResult]:
     """The III-C1 constraints on one candidate question. Lexical validity is a property of the
-    answer alone, checked once at extraction (``answer_is_lexically_valid``)."""
-    return [
+    answer alone, checked once at extraction (``answer_is_lexically_valid``).
+
+    Yes/no and unanswerable questions have no span answer to leak or to explain: a yes/no
+    question must have its form and an explanation that quotes its sentence, an unanswerable
+    one must be about its sentence's topic. A multi-sentence question has the span checks and
+    must use its second sentence."""
+    length = question_length_is_ok(question, min_chars, max_chars)
+    kind = answer.kind.question_kind
+    if kind == "yesno":
+        return [
+            question_has_its_form(answer, question),
+            explanation_is_grounded(answer, explanation, lemmatize),
+            length,
+        ]
+    if kind == "unanswerable":
+        return [
+            question_has_its_form(answer, question),
+            question_is_grounded(answer, question, lemmatize),
+            length,
+        ]
+    results = [
         explanation_is_complete(answer, explanation, lemmatize),
         answer_leaks_into_question(answer, question, lemmatize, leak_rule),
-        question_length_is_ok(question, min_chars, max_chars),
+        length,
         question_mentions_both_entities(answer, question),
     ]
+    if kind == "multi_sentence":
+        results.append(question_uses_both_sentences(answer, question, lemmatize))
+    return results
 
 
 def rejection_reasons(results: list[CheckResult]) -> list[RejectReason]:

@@ -5,15 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cq2a.answers import is_abstention, normalize_yes_no
 from cq2a.candidates import reject, with_attempt
 from cq2a.embeddings import SimilarityPairs
 from cq2a.models import Candidate, RejectReason
 
 
+def exact_agreement(gold: str, majority: str) -> float | None:
+    """1.0 or 0.0 where closeness means nothing: a yes/no gold answer needs the same yes/no, an
+    unanswerable one an abstention. None: compare by embedding similarity (III-C2)."""
+    gold_yes_no = normalize_yes_no(gold)
+    if gold_yes_no is not None:
+        return float(normalize_yes_no(majority) == gold_yes_no)
+    if is_abstention(gold):
+        return float(is_abstention(majority))
+    return None
+
+
 def compare_with_gold(
     candidates: Sequence[Candidate], similarity_pairs: SimilarityPairs, threshold: float
 ) -> list[Candidate]:
-    """III-C2 step 2: the majority answer must be at least ``threshold`` similar to the gold.
+    """III-C2 step 2: the majority answer must be at least ``threshold`` similar to the gold
+    (exactly the same for yes/no and unanswerable golds, ``exact_agreement``).
 
     The similarity is recorded either way; ``settle`` then accepts the candidate, or sends it
     back to generation."""
@@ -24,7 +37,8 @@ def compare_with_gold(
     scores = similarity_pairs(majority, gold)
     compared = []
     for candidate, score in zip(candidates, scores, strict=True):
-        score = round(float(score), 4)
+        exact = exact_agreement(candidate.answer.text, candidate.current.majority_answer or "")
+        score = round(float(score if exact is None else exact), 4)
         if score >= threshold:
             compared.append(with_attempt(candidate, similarity=score))
         else:

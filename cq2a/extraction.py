@@ -16,7 +16,17 @@ from pydantic import BaseModel, Field
 from cq2a.checks import answer_is_lexically_valid
 from cq2a.lexicon import NON_LEXICAL_VERBS
 from cq2a.llm.usage import Usage
-from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Skip, Token
+from cq2a.models import (
+    Answer,
+    AnswerKind,
+    Context,
+    Evidence,
+    ParsedContext,
+    Phrase,
+    Sentence,
+    Skip,
+    Token,
+)
 from cq2a.relations import RelationExtraction, extract_relations
 from cq2a.services import Services
 from cq2a.settings import AnswerSet
@@ -175,6 +185,7 @@ def answer_from_tokens(
         lemma=" ".join(t.lemma for t in words),
         upos=word.upos if word else None,
         head_nouns=_noun_lemmas(words),
+        evidence=[Evidence.of_sentence(sentence)],
     )
 
 

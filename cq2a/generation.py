@@ -91,10 +91,23 @@ def generation_messages(
             count=count,
             answer=answer.text,
         )
-    return load_prompt("entity_questions.system"), render_prompt(
-        "entity_questions.user",
+    kind = answer.kind.question_kind
+    if kind == "entity":
+        return load_prompt("entity_questions.system"), render_prompt(
+            "entity_questions.user",
+            context=context.context,
+            cloze=blank_out(answer.sentence, answer.text),
+            feedback=feedback,
+            count=count,
+            answer=answer.text,
+        )
+    # yes/no, unanswerable and multi-sentence questions (cq2a.targets): one prompt file each
+    name = f"{kind}_questions"
+    return load_prompt(f"{name}.system"), render_prompt(
+        f"{name}.user",
         context=context.context,
-        cloze=blank_out(answer.sentence, answer.text),
+        sentence=answer.sentence,
+        bridge=answer.bridge or "",
         feedback=feedback,
         count=count,
         answer=answer.text,

@@ -97,6 +97,56 @@ class AnswerKind(StrEnum):
     MODIFIER = "modifier"
     #: A short clause, the answer to a why or how question.
     CLAUSE = "clause"
+    #: "yes" or "no": a question about whether a sentence's statement holds (BoolQ-style).
+    YES_NO = "yes-no"
+    #: No answer: a question about the context's topic that the context does not answer
+    #: (SQuAD 2.0-style); the gold answer is ``UNANSWERABLE``.
+    UNANSWERABLE = "unanswerable"
+    #: A span whose question needs a second sentence: it names something by a fact only
+    #: another sentence states (a bridge).
+    MULTI_SENTENCE = "multi-sentence"
+
+    @property
+    def question_kind(self) -> QuestionKind:
+        """The kind of question asked for an answer of this kind."""
+        return QUESTION_KIND_OF.get(self, "entity")
+
+
+#: The kinds of question a run asks, in ``question_mix`` order.
+QuestionKind = Literal["entity", "relation", "yesno", "unanswerable", "multi_sentence"]
+QUESTION_KINDS: tuple[QuestionKind, ...] = (
+    "entity",
+    "relation",
+    "yesno",
+    "unanswerable",
+    "multi_sentence",
+)
+QUESTION_KIND_OF: dict[AnswerKind, QuestionKind] = {
+    AnswerKind.RELATION: "relation",
+    AnswerKind.YES_NO: "yesno",
+    AnswerKind.UNANSWERABLE: "unanswerable",
+    AnswerKind.MULTI_SENTENCE: "multi_sentence",
+}
+#: The gold answer of a question the context does not answer, and the canonical abstention.
+UNANSWERABLE = "unanswerable"
+
+
+class Evidence(BaseModel):
+    """A span of the context that supports a test's answer, as character offsets and the text
+    found there (checked verbatim before a test is accepted)."""
+
+    start: int
+    end: int
+    text: str
+
+    @classmethod
+    def of_sentence(cls, sentence: Sentence) -> Evidence:
+        return cls(start=sentence.start, end=sentence.end, text=sentence.text)
+
+    def found_in(self, context: str) -> bool:
+        return 0 <= self.start <= self.end <= len(context) and context[self.start : self.end] == (
+            self.text
+        )
 
     @property
     def is_entity(self) -> bool:
@@ -130,6 +180,12 @@ class Answer(BaseModel):
     )
     triple: Triple | None = None
     explanation: str | None = Field(None, description="The LLM's reason for a relation triple.")
+    evidence: list[Evidence] = Field(
+        default_factory=list, description="The sentences of the context that support the answer."
+    )
+    bridge: str | None = Field(
+        None, description="A multi-sentence target's second sentence, which its question uses."
+    )
 
 
 # ---- candidates and their history ----
@@ -150,6 +206,10 @@ class RejectReason(StrEnum):
     TOO_LONG = "too_long"
     DUPLICATE = "duplicate"
     INCONSISTENT = "inconsistent_answer"
+    WRONG_FORM = "wrong_question_form"
+    UNGROUNDED = "ungrounded"
+    SINGLE_SENTENCE = "single_sentence"
+    EVIDENCE_MISSING = "evidence_not_in_context"
     MALFORMED = "malformed_output"
     NO_QUESTION = "not_generated"
     #: Written by earlier versions; a failed call now leaves the slot pending with its ``error``.
@@ -257,6 +317,9 @@ class TestCase(BaseModel):
     attempts: int
     votes: list[str]
     similarity: float
+    evidence: list[Evidence] = Field(
+        default_factory=list, description="Spans of the context that support the answer."
+    )
 
 
 class JudgeVerdict(BaseModel):
@@ -275,7 +338,8 @@ class Verdict(BaseModel):
     gold_answer: str
     sut_answer: str = Field(description="The SUT's answer as it gave it.")
     similarity: float
-    #: ``rule``: the answer was of the wrong type (see ``rule``), a bug before both stages;
+    #: ``rule``: a rule decided before both stages (see ``rule``): the answer was of the wrong
+    #: type, a bug; or both the gold and the SUT abstain, a pass;
     #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict (see
     #: ``judge_explanation``), neither a bug nor a pass.
     stage: Literal["rule", "similarity", "judge", "unjudged"]

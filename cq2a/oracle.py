@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from cq2a.answers import normalize_answer, normalize_yes_no, restates_question
+from cq2a.answers import is_abstention, normalize_answer, normalize_yes_no, restates_question
 from cq2a.embeddings import SimilarityPairs
 from cq2a.fanout import parallel_map
 from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
@@ -33,23 +33,6 @@ def same_yes_no(gold: str, sut: str) -> bool | None:
 
 
 _WH_WORDS = frozenset("what who whom whose which where when why how".split())
-_ABSTENTIONS = (
-    "unanswerable",
-    "no answer",
-    "unknown",
-    "not mentioned",
-    "not stated",
-    "not given",
-    "not in the context",
-    "not in the passage",
-    "cannot be determined",
-    "cannot be answered",
-    "can't be determined",
-    "i don't know",
-    "i do not know",
-    "none",
-    "n/a",
-)
 
 
 def is_wh_question(question: str) -> bool:
@@ -67,22 +50,6 @@ def bare_yes_no(answer: str) -> str | None:
     rest = words(answer)[1:]
     filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _NEGATIONS
     return label if label is not None and all(w in filler for w in rest) else None
-
-
-#: Words of a lead-in that never came to its answer ("The answer to the question is:").
-_LEAD_IN_WORDS = frozenset("answer answers question correct final following".split())
-
-
-def is_abstention(answer: str) -> bool:
-    """An answer that declines to answer ("", "unanswerable", "not mentioned in the text"), or
-    says nothing: only a lead-in and function words ("The answer to the question is:")."""
-    text = normalize_answer(answer).casefold()
-    if not text or any(text == phrase or text.startswith(phrase + " ") for phrase in _ABSTENTIONS):
-        return True
-    if normalize_yes_no(text) is not None:
-        return False
-    filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _LEAD_IN_WORDS
-    return all(word in filler for word in words(text))
 
 
 def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
@@ -168,6 +135,9 @@ def judge_verdicts(
         }
         if mismatch is not None:
             return Verdict(**base, stage="rule", rule=mismatch, bug=True), Usage()
+        if is_abstention(case.answer) and is_abstention(sut):
+            rule = "abstained, and the context does not answer it"
+            return Verdict(**base, stage="rule", rule=rule, bug=False), Usage()
         if exact is not None:
             return Verdict(**base, stage="similarity", bug=not exact), Usage()
         if consistent_by_similarity(similarity, threshold):

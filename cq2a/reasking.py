@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cq2a.answers import (
     align_to_context,
+    canonical_abstention,
     majority_vote,
     normalize_answer,
     strip_restated_question,
@@ -12,8 +13,15 @@ from cq2a.answers import (
 from cq2a.candidates import with_attempt
 from cq2a.llm.client import ChatClient, LLMCallFailed
 from cq2a.llm.usage import Usage
-from cq2a.models import Candidate, Context
+from cq2a.models import Answer, AnswerKind, Candidate, Context
 from cq2a.prompts_loader import load_prompt, render_prompt
+
+
+def reask_prompt(answer: Answer) -> str:
+    """Table II's re-asking prompt; for an unanswerable target, the same with the option to say
+    the context does not answer (the re-asker must be able to abstain for its votes to verify
+    one)."""
+    return "reask_abstain.system" if answer.kind is AnswerKind.UNANSWERABLE else "reask.system"
 
 
 def reask(
@@ -27,7 +35,7 @@ def reask(
     user = render_prompt("reask.user", context=context.context, question=candidate.current.question)
     try:
         completion = client.text(
-            load_prompt("reask.system"), user, n=votes, seed_offset=seed_offset
+            load_prompt(reask_prompt(candidate.answer)), user, n=votes, seed_offset=seed_offset
         )
     except LLMCallFailed as error:
         return candidate.model_copy(update={"error": str(error)}), Usage()
@@ -36,7 +44,11 @@ def reask(
     # sentence that restates the question is cut to the words it adds.
     question = candidate.current.question
     answers = [
-        align_to_context(strip_restated_question(normalize_answer(text), question), context.context)
+        canonical_abstention(
+            align_to_context(
+                strip_restated_question(normalize_answer(text), question), context.context
+            )
+        )
         for text in completion.texts
     ]
     winner, count = majority_vote(answers)

@@ -9,7 +9,17 @@ from pydantic import BaseModel, Field
 from cq2a.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, same_word, words
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
 from cq2a.llm.usage import Usage
-from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Sentence, Skip, Token, Triple
+from cq2a.models import (
+    Answer,
+    AnswerKind,
+    Context,
+    Evidence,
+    ParsedContext,
+    Sentence,
+    Skip,
+    Token,
+    Triple,
+)
 from cq2a.prompts_loader import load_prompt, render_prompt
 
 NOMINAL_UPOS = frozenset({"NOUN", "PROPN", "NUM"})
@@ -122,6 +132,7 @@ def relation_answers(
                     subject=triple.subject, relation=triple.relation, object=triple.object
                 ),
                 explanation=triple.explanation,
+                evidence=[Evidence.of_sentence(sentence)],
             )
         )
     return answers, dropped

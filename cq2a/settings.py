@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LLMBackend = Literal["local", "openai", "compatible"]
@@ -18,6 +18,8 @@ SUTKind = Literal["seq2seq", "openai", "callable", "http"]
 #: ``paper``: the III-A1 phrases and words; ``asked``: those and the names, numbers, noun chunks,
 #: modifiers and clauses people ask about (``cq2a.asked_answers``).
 AnswerSet = Literal["asked", "paper"]
+#: Every kind of question, entity questions first (cq2a.mix).
+DEFAULT_QUESTION_MIX = "entity=0.5,relation=0.1,yesno=0.2,unanswerable=0.1,multi_sentence=0.1"
 
 #: The offline default chat model (see ``cq2a.llm.catalog``).
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct"
@@ -138,7 +140,25 @@ class Settings(BaseSettings):
         "answers from, first answers_per_context of them, then more for sentences no test "
         "covers yet (coverage rounds).",
     )
-    answers_per_context: int = Field(12, ge=1, description="Cap on answers kept per context.")
+    answers_per_context: int = Field(
+        12,
+        ge=1,
+        description="Answers (targets) given question slots per context, split by "
+        "question_mix, before any coverage round.",
+    )
+    question_mix: str = Field(
+        DEFAULT_QUESTION_MIX,
+        description="Share of each question kind: entity (III-A1 spans and the answers people "
+        "ask about), relation (III-A2), yesno, unanswerable, multi_sentence. Normalised; a kind "
+        "left out gets none. The paper's setup: entity=0.67,relation=0.33.",
+    )
+    coverage_rounds: int = Field(
+        1,
+        ge=0,
+        description="Extra rounds per context after its slots settle: answers in sentences no "
+        "accepted test covers, and of kinds the accepted tests lack, get slots (half of "
+        "answers_per_context per round) while answer_budget lasts.",
+    )
     questions_per_entity: int = Field(5, ge=1, description="Questions asked per entity (Table I).")
     questions_per_relation: int = Field(10, ge=1, description="Questions per triple (Table I).")
     max_attempts: int = Field(2, ge=1, description="Generation attempts per question slot.")
@@ -192,6 +212,22 @@ class Settings(BaseSettings):
         None, description="SQLite LLM cache; None: <run dir>/llm_cache.sqlite. 'off' disables."
     )
     model_dir: str | None = Field(None, description="Where local GGUF models are assembled.")
+
+    @field_validator("question_mix")
+    @classmethod
+    def _mix_parses(cls, value: str) -> str:
+        from cq2a.mix import format_mix, parse_mix
+
+        return format_mix(parse_mix(value))
+
+    def mix(self) -> dict[Any, float]:
+        """The question mix, without relations when they are turned off."""
+        from cq2a.mix import parse_mix
+
+        shares = parse_mix(self.question_mix)
+        if not self.relations:
+            shares.pop("relation", None)
+        return parse_mix(shares) if shares else {"entity": 1.0}
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with dotted overrides applied, e.g. ``{"generator.model": "gpt-4o-mini"}``."""

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from cq2a.parsing import Parser, get_parser, parser_available
 from cq2a.testing.scripted_server import ScriptedLLMServer
 
 
@@ -12,3 +13,12 @@ def scripted_llm() -> Iterator[ScriptedLLMServer]:
     """A started scripted OpenAI-compatible server with empty rules (add them via `.rules.on`)."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def spacy_parser() -> Parser:
+    """The offline default parser (real model), or a skip naming its install command."""
+    usable, fix = parser_available("spacy")
+    if not usable:
+        pytest.skip(f"spaCy model missing: {fix}")
+    return get_parser("spacy")

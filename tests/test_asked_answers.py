@@ -19,18 +19,14 @@ from cq2a.asked_answers import (
 )
 from cq2a.extraction import select_entities
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Token
-from cq2a.parsing import get_parser, parser_available
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
 ROWS = {json.loads(line)["id"]: json.loads(line) for line in SQUAD.read_text().splitlines()}
 
 
 @pytest.fixture(scope="module")
-def parser():
-    usable, fix = parser_available("spacy")
-    if not usable:
-        pytest.skip(f"spaCy model missing: {fix}")
-    return get_parser("spacy")
+def parser(spacy_parser):
+    return spacy_parser
 
 
 def parsed_row(parser, context_id: str) -> tuple[Context, ParsedContext]:

@@ -173,14 +173,6 @@ def test_unknown_backend_is_rejected() -> None:
 # ---- spaCy (the offline default, real model) ----
 
 
-@pytest.fixture(scope="module")
-def spacy_parser():
-    usable, fix = parser_available("spacy")
-    if not usable:
-        pytest.skip(f"spaCy model missing: {fix}")
-    return get_parser("spacy")
-
-
 def parse(parser, text: str) -> ParsedContext:
     return parser.parse(Context(id="t", context=text))
 

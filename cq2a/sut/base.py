@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from cq2a.models import UNANSWERABLE
+
 if TYPE_CHECKING:
     from cq2a.settings import SUTSpec
 
@@ -24,7 +26,9 @@ class SUTError(RuntimeError):
 
 @runtime_checkable
 class QASystem(Protocol):
-    """A question-answering system: one answer string per query, in query order."""
+    """A question-answering system: one answer per query, in query order. An answer is a
+    string, or None to abstain: the context does not answer the question (UnifiedQA's
+    "<No Answer>", "unanswerable" and "" abstain too)."""
 
     name: str
 
@@ -32,14 +36,15 @@ class QASystem(Protocol):
 
 
 def check_answers(name: str, answers: object, expected: int) -> list[str]:
-    """Validate that a SUT returned one string per query; the answers are kept as given (only
-    surrounding white space goes): the oracle decides how to compare them."""
+    """Validate that a SUT returned one answer per query; the answers are kept as given (only
+    surrounding white space goes; None, an abstention, becomes ``UNANSWERABLE``): the oracle
+    decides how to compare them."""
     if not isinstance(answers, list | tuple) or len(answers) != expected:
         count = len(answers) if isinstance(answers, list | tuple) else type(answers).__name__
         raise SUTError(f"{name} returned {count} answers for {expected} questions")
-    if not all(isinstance(answer, str) for answer in answers):
+    if not all(answer is None or isinstance(answer, str) for answer in answers):
         raise SUTError(f"{name} returned a non-string answer: {answers!r:.200}")
-    return [answer.strip() for answer in answers]
+    return [UNANSWERABLE if answer is None else answer.strip() for answer in answers]
 
 
 def truncated_inputs(sut: QASystem, items: list[SUTQuery]) -> list[bool] | None:

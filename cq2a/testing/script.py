@@ -50,9 +50,10 @@ class PipelineScript:
 
     def install(self, rules: Rules) -> Rules:
         rules.on(marker("relation_extraction.system"), {"triples": self.triples})
-        rules.on(marker("entity_questions.system"), self._generate)
-        rules.on(marker("relation_questions.system"), self._generate)
+        for kind in ("entity", "relation", "yesno", "unanswerable", "multi_sentence"):
+            rules.on(marker(f"{kind}_questions.system"), self._generate)
         rules.on(marker("reask.system"), self._reask)
+        rules.on(marker("reask_abstain.system"), self._reask)
         rules.on(marker("judge.system"), self._judge)
         if self.sut is not None:
             rules.on(marker("sut_answer"), self._sut)

@@ -1,0 +1,106 @@
+"""Which answers of a context get question slots: first a mix of kinds, then, round by round,
+the answers that reach the sentences no accepted test covers yet and the kinds the accepted
+tests lack (coverage-steered generation).
+
+A context's pool holds every target it could ask about, best first within each kind: the ranked
+entity answers (``cq2a.asked_answers``, up to ``answer_budget``), the relation triples, and the
+yes/no, unanswerable and multi-sentence targets (``cq2a.targets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cq2a.mix import Mix, allocate, lagging
+from cq2a.models import Answer, Candidate, Evidence, QuestionKind
+
+
+def by_kind(pool: Sequence[Answer]) -> dict[QuestionKind, list[Answer]]:
+    grouped: dict[QuestionKind, list[Answer]] = {}
+    for answer in pool:
+        grouped.setdefault(answer.kind.question_kind, []).append(answer)
+    return grouped
+
+
+def first_answers(pool: Sequence[Answer], mix: Mix, count: int) -> list[Answer]:
+    """``count`` answers split over the kinds by ``mix``; a kind with too few targets leaves
+    its places to the kinds after it in the mix (then to any kind with targets left)."""
+    grouped = by_kind(pool)
+    wanted = allocate(mix, count)
+    picked: list[Answer] = []
+    short = 0
+    for kind in mix:
+        available = grouped.get(kind, [])
+        take = min(len(available), wanted[kind] + short)
+        short = wanted[kind] + short - take
+        picked += available[:take]
+    if short:
+        chosen = {a.id for a in picked}
+        picked += [a for a in pool if a.id not in chosen][:short]
+    return picked
+
+
+def sentences_of(answer: Answer, spans: Sequence[tuple[int, int]]) -> set[int]:
+    """The sentences (indices into ``spans``) a target's evidence lies in; without evidence, its
+    own sentence."""
+    return evidence_sentences(answer.evidence, spans) or {answer.sentence_index}
+
+
+def evidence_sentences(evidence: Sequence[Evidence], spans: Sequence[tuple[int, int]]) -> set[int]:
+    """The sentences (indices into ``spans``, the context's sentence offsets) that evidence
+    spans overlap: the deterministic segment match RQ3's coverage uses."""
+    return {
+        index
+        for item in evidence
+        for index, (start, end) in enumerate(spans)
+        if start < item.end and item.start < end
+    }
+
+
+def covered_sentences(
+    candidates: Sequence[Candidate], spans: Sequence[tuple[int, int]]
+) -> set[int]:
+    """Sentences with at least one accepted test, matched on the tests' evidence offsets."""
+    return {
+        index
+        for candidate in candidates
+        if candidate.status == "accepted"
+        for index in sentences_of(candidate.answer, spans)
+    }
+
+
+def coverage(candidates: Sequence[Candidate], spans: Sequence[tuple[int, int]]) -> float:
+    """The share of a context's sentences that at least one accepted test covers."""
+    return round(len(covered_sentences(candidates, spans)) / len(spans), 4) if spans else 0.0
+
+
+def next_answers(
+    pool: Sequence[Answer],
+    active: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    *,
+    mix: Mix,
+    spans: Sequence[tuple[int, int]],
+    count: int,
+) -> list[Answer]:
+    """Up to ``count`` answers for one more round: first the kinds whose accepted share lags the
+    mix, then any kind in mix order; within a kind, answers in sentences no accepted test covers
+    come first. Answers in covered sentences are taken only for a lagging kind."""
+    taken = {a.id for a in active}
+    left = [a for a in pool if a.id not in taken]
+    uncovered = set(range(len(spans))) - covered_sentences(candidates, spans)
+    accepted = [c.answer.kind.question_kind for c in candidates if c.status == "accepted"]
+    behind = [k for k in lagging(mix, accepted) if k in mix]
+    order = behind + [k for k in mix if k not in behind]
+    picked: list[Answer] = []
+    for kind in order:
+        of_kind = [a for a in left if a.kind.question_kind == kind and a not in picked]
+        fresh = [a for a in of_kind if sentences_of(a, spans) & uncovered]
+        choice = fresh + (of_kind if kind in behind else [])
+        for answer in choice:
+            if len(picked) >= count:
+                return picked
+            if answer not in picked:
+                picked.append(answer)
+                uncovered -= sentences_of(answer, spans)
+    return picked

@@ -1,0 +1,261 @@
+"""Question kinds beyond the paper (yes/no, unanswerable, multi-sentence): their targets on
+real parser output, their checks on human questions (BoolQ's yes/no questions, SQuAD 2.0's
+unanswerable ones), their comparison with the gold answer, the oracle's abstention rules, the
+question mix, coverage steering and the suite's diversity figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import cq2a
+from cq2a.answers import canonical_abstention, is_abstention
+from cq2a.asked_answers import extract_asked
+from cq2a.checks import check_question, is_yes_no_question, rejection_reasons
+from cq2a.comparison import exact_agreement
+from cq2a.diversity import diversity, opening
+from cq2a.mix import allocate, lagging, mix_report, parse_mix
+from cq2a.models import (
+    UNANSWERABLE,
+    Answer,
+    AnswerKind,
+    Attempt,
+    Candidate,
+    Context,
+    Evidence,
+    RejectReason,
+    TestCase,
+)
+from cq2a.oracle import answer_type_mismatch
+from cq2a.parsing import lemmatizer
+from cq2a.steering import coverage, first_answers, next_answers
+from cq2a.sut.base import check_answers
+from cq2a.targets import bridges, multi_sentence_targets, unanswerable_targets, yes_no_targets
+
+SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+ROWS = [json.loads(line) for line in SQUAD.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def parser(spacy_parser):
+    return spacy_parser
+
+
+@pytest.fixture(scope="module")
+def lemmatize(parser):
+    return lemmatizer(parser)
+
+
+def parsed(parser, row: dict):
+    context = Context(id=row["id"], context=row["context"])
+    return context, parser.parse(context)
+
+
+def checked(answer: Answer, question: str, explanation: str, lemmatize) -> list[RejectReason]:
+    results = check_question(
+        answer, question, explanation, lemmatize=lemmatize, min_chars=26, max_chars=300
+    )
+    return rejection_reasons(results)
+
+
+# ---- targets ----
+
+
+def test_yes_no_targets_alternate_and_balance_over_contexts(parser) -> None:
+    labels = []
+    for row in ROWS[:20]:
+        context, parse = parsed(parser, row)
+        targets = yes_no_targets(parse, context)
+        assert targets, row["id"]
+        if len(targets) > 1:
+            assert [t.text for t in targets[:2]] in (["yes", "no"], ["no", "yes"])
+        for target in targets:
+            assert target.kind is AnswerKind.YES_NO and target.id.startswith(f"{row['id']}:y")
+            assert all(e.found_in(row["context"]) for e in target.evidence)
+        labels.append(targets[0].text)
+    assert 0.3 <= labels.count("yes") / len(labels) <= 0.7  # first labels spread by context id
+
+
+def test_unanswerable_targets_anchor_statements(parser) -> None:
+    context, parse = parsed(parser, ROWS[0])
+    targets = unanswerable_targets(parse, context)
+    assert [t.text for t in targets] == [UNANSWERABLE] * len(targets) and len(targets) >= 3
+    assert targets[0].kind.question_kind == "unanswerable"
+
+
+def test_multi_sentence_targets_have_two_evidence_sentences(parser) -> None:
+    context, parse = parsed(parser, ROWS[0])
+    pairs = bridges(parse)
+    # "They were descended from Norse ..." refers back to the Normans of the first sentence
+    assert (0, 1) in {(a.index, b.index) for a, b in pairs}
+    targets = multi_sentence_targets(parse, context, extract_asked(parse, context))
+    assert targets
+    for target in targets:
+        assert len(target.evidence) == 2 and target.bridge
+        assert all(e.found_in(context.context) for e in target.evidence)
+        assert target.text.lower() not in target.bridge.lower()
+
+
+# ---- checks on human questions ----
+
+
+def test_boolq_human_questions_are_yes_no_questions() -> None:
+    path = SHARED / "boolq_dev_sample.jsonl"
+    if not path.is_file():
+        pytest.skip("the BoolQ sample is not beside this checkout")
+    questions = [json.loads(line)["qas"][0]["question"] for line in path.read_text().splitlines()]
+    assert sum(map(is_yes_no_question, questions)) == len(questions) == 50
+
+
+def test_squad_wh_questions_are_not_yes_no_questions() -> None:
+    questions = [qa["question"] for row in ROWS[:10] for qa in row["qas"]]
+    wh = [q for q in questions if q.split()[0].lower() in {"what", "who", "when", "where"}]
+    assert wh and not any(map(is_yes_no_question, wh))
+
+
+def test_yes_no_checks(parser, lemmatize) -> None:
+    context, parse = parsed(parser, ROWS[0])
+    target = yes_no_targets(parse, context)[1]  # "They were descended from Norse ..."
+    good = "Were the Normans descended from Norse raiders and pirates?"
+    quote = "The passage says they were descended from Norse raiders and pirates."
+    assert checked(target, good, quote, lemmatize) == []
+    assert checked(target, "Where did the Norse raiders come from?", quote, lemmatize) == [
+        RejectReason.WRONG_FORM
+    ]
+    assert RejectReason.INCOMPLETE in checked(target, good, "Because it says so.", lemmatize)
+
+
+def test_unanswerable_checks_on_squad2_impossible_questions(parser, lemmatize) -> None:
+    # SQuAD 2.0's own unanswerable questions of the first context are about its topic
+    context, parse = parsed(parser, ROWS[0])
+    impossible = [qa["question"] for qa in ROWS[0]["qas"] if qa["is_impossible"]]
+    assert impossible
+    targets = unanswerable_targets(parse, context)
+    explanation = "The passage does not say it."
+    grounded = [
+        q for q in impossible if any(not checked(t, q, explanation, lemmatize) for t in targets)
+    ]
+    assert len(grounded) >= len(impossible) - 1
+    assert checked(
+        targets[0], "What is the capital city of Peru today?", explanation, lemmatize
+    ) == [RejectReason.UNGROUNDED]
+    assert checked(targets[0], "Did the Normans give their name to Normandy?", explanation,
+                   lemmatize) == [RejectReason.WRONG_FORM]  # fmt: skip
+
+
+def test_multi_sentence_question_must_use_the_bridge(parser, lemmatize) -> None:
+    context, parse = parsed(parser, ROWS[0])
+    targets = multi_sentence_targets(parse, context, extract_asked(parse, context))
+    target = next(t for t in targets if (t.bridge or "").startswith("They were descended"))
+    assert target.text == "Normans"
+    explanation = "The Normans descended from Norse raiders and gave their name to Normandy."
+    bridged = "Which people, descended from Norse raiders, gave their name to a region in France?"
+    assert checked(target, bridged, explanation, lemmatize) == []
+    alone = "Which people gave their name to a region in France in the 10th century?"
+    assert RejectReason.SINGLE_SENTENCE in checked(target, alone, explanation, lemmatize)
+
+
+# ---- comparison and oracle ----
+
+
+def test_exact_agreement_for_yes_no_and_abstentions() -> None:
+    assert exact_agreement("yes", "Yes, they were.") == 1.0
+    assert exact_agreement("no", "yes") == 0.0
+    assert exact_agreement(UNANSWERABLE, "The passage does not say.") == 1.0
+    assert exact_agreement(UNANSWERABLE, "Rollo") == 0.0
+    assert exact_agreement("Rollo", "Rollo") is None
+
+
+def test_abstentions_are_one_vote_and_sut_none_abstains() -> None:
+    assert {canonical_abstention(v) for v in ["unanswerable", "Not mentioned", "<No Answer>"]} == {
+        UNANSWERABLE
+    }
+    assert canonical_abstention("Rollo") == "Rollo"
+    assert check_answers("sut", [None, " Rollo "], 2) == [UNANSWERABLE, "Rollo"]
+    assert is_abstention("The passage does not provide any information.")
+
+
+def test_oracle_rules_for_unanswerable_gold() -> None:
+    question = "In which year did Rollo die?"
+    assert answer_type_mismatch(question, UNANSWERABLE, "911") == (
+        "answered a question the context does not answer"
+    )
+    assert answer_type_mismatch(question, UNANSWERABLE, "unanswerable") is None
+
+
+# ---- the mix and steering ----
+
+
+def test_parse_allocate_and_report_the_mix() -> None:
+    mix = parse_mix("entity=5, relation=1,yesno=2,unanswerable=1,multi_sentence=1")
+    assert mix == {"entity": 0.5, "relation": 0.1, "yesno": 0.2, "unanswerable": 0.1,
+                   "multi_sentence": 0.1}  # fmt: skip
+    assert allocate(mix, 10) == {"entity": 5, "relation": 1, "yesno": 2, "unanswerable": 1,
+                                 "multi_sentence": 1}  # fmt: skip
+    assert sum(allocate(mix, 7).values()) == 7
+    with pytest.raises(ValueError, match="unknown question kind"):
+        parse_mix("entities=1")
+    accepted = ["entity"] * 5 + ["yesno"] * 2 + ["unanswerable", "multi_sentence", "relation"]
+    assert mix_report(mix, accepted).honoured
+    assert not mix_report(mix, ["entity"] * 9 + ["yesno"]).honoured
+    assert lagging(mix, ["entity"] * 4)[0] == "yesno"
+
+
+def _answer(n: int, kind: AnswerKind, sentence: int) -> Answer:
+    evidence = [Evidence(start=10 * sentence, end=10 * sentence + 9, text="")]
+    return Answer(id=f"c:{n}", context_id="c", kind=kind, text=f"a{n}", sentence=f"s{sentence}",
+                  sentence_index=sentence, evidence=evidence)  # fmt: skip
+
+
+def _accepted(answer: Answer) -> Candidate:
+    attempt = Attempt(number=1, question="q", explanation="e", similarity=1.0)
+    return Candidate(id=answer.id + ":q0", context_id="c", answer=answer, slot=0,
+                     attempts=[attempt], status="accepted", next_step="done")  # fmt: skip
+
+
+def test_first_answers_follow_the_mix_and_fill_gaps() -> None:
+    pool = [_answer(n, AnswerKind.NAMED_ENTITY, n % 3) for n in range(6)]
+    pool += [_answer(10, AnswerKind.YES_NO, 0)]
+    picked = first_answers(pool, {"entity": 0.5, "relation": 0.25, "yesno": 0.25}, 4)
+    kinds = [a.kind for a in picked]
+    # no relation target: its place goes to the yes/no kind after it, then to any kind
+    assert kinds.count(AnswerKind.YES_NO) == 1 and len(picked) == 4
+
+
+def test_next_answers_reach_uncovered_sentences_and_lagging_kinds() -> None:
+    spans = [(0, 9), (10, 19), (20, 29)]
+    pool = [_answer(n, AnswerKind.NAMED_ENTITY, s) for n, s in enumerate([0, 0, 1, 2])]
+    pool.append(_answer(9, AnswerKind.YES_NO, 0))
+    active = pool[:2]
+    candidates = [_accepted(pool[0])]
+    assert coverage(candidates, spans) == pytest.approx(1 / 3, abs=1e-3)
+    picked = next_answers(pool, active, candidates, mix={"entity": 0.5, "yesno": 0.5},
+                          spans=spans, count=3)  # fmt: skip
+    # yes/no lags (0 of 1 accepted): its target comes first although its sentence is covered;
+    # then the entities of the two uncovered sentences
+    assert [a.id for a in picked] == ["c:9", "c:2", "c:3"]
+
+
+def test_diversity_of_a_suite() -> None:
+    def case(n: int, context: str, question: str, answer: str, sentence: int) -> TestCase:
+        return TestCase(id=f"{context}:{n}", context_id=context, context="x" * 30,
+                        question=question, answer=answer, kind=AnswerKind.NAMED_ENTITY,
+                        sentence="s", explanation="",
+                        attempts=1, votes=[], similarity=1.0,
+                        evidence=[Evidence(start=10 * sentence, end=10 * sentence + 9,
+                                           text="")])  # fmt: skip
+
+    cases = [case(0, "a", "What is it?", "Rollo", 0), case(1, "a", "Which one?", "rollo", 1),
+             case(2, "b", "What else?", "911", 0)]  # fmt: skip
+    spans = {"a": [(0, 9), (10, 19)], "b": [(0, 9), (10, 19)], "c": [(0, 9)]}
+    found = diversity(cases, spans, lambda a, b: [[1.0, 0.5], [0.5, 1.0]])
+    per = {c.context_id: c for c in found.per_context}
+    assert per["a"].distinct_answers == 1 and per["a"].coverage == 1.0
+    assert per["b"].coverage == 0.5 and per["c"].coverage == 0.0
+    assert found.coverage == pytest.approx(0.5)
+    assert found.top_openings["What"] == pytest.approx(2 / 3, abs=1e-3)
+    assert found.mean_question_similarity == 0.5
+    assert opening("in which year?") == "In"
