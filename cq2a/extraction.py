@@ -308,7 +308,9 @@ def extract_context(services: Services, context: Context) -> Extraction:
     cap = settings.answers_per_context
     relations = None
     if settings.relations:
-        relations = extract_relations(services.llm.generator, context, parsed, max(1, cap // 3))
+        relations = extract_relations(
+            services.llm.generator, context, parsed, services.lemmatize, max(1, cap // 3)
+        )
     found = relations.answers if relations else []
     entities = extract_entities(parsed, context, limit=cap - len(found))
     return Extraction(
