@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import threading
 
-from cq2a.llm.client import ChatClient, Endpoint, Slots, resolve_endpoint
+import pytest
+from pydantic import BaseModel
+
+from cq2a.llm.client import (
+    ChatClient,
+    Endpoint,
+    LLMCallFailed,
+    Malformed,
+    Slots,
+    parse_structured,
+    resolve_endpoint,
+)
 from cq2a.llm.local_server import LocalLLMServer
+from cq2a.services import release_services
 from cq2a.settings import LLMSpec, Settings
-from cq2a.testing.scripted_server import ChatRequest, ScriptedLLMServer
+from cq2a.testing.scripted_server import ChatRequest, FaultPlan, ScriptedLLMServer
 
 
 def _seeded(request: ChatRequest, index: int) -> str:
@@ -92,3 +104,25 @@ def test_a_compatible_llama_cpp_server_is_known_by_its_slots():
     with ScriptedLLMServer(_seeded) as plain:
         spec = LLMSpec(backend="compatible", base_url=plain.base_url, model="m")
         assert resolve_endpoint(spec) == Endpoint(plain.base_url, None)
+
+
+class Colour(BaseModel):
+    name: str
+
+
+def test_structured_output_may_come_fenced_but_not_truncated():
+    assert parse_structured('```json\n{"name": "red"}\n```', Colour) == Colour(name="red")
+    assert parse_structured(' {"name": "red"} ', Colour) == Colour(name="red")
+    truncated = parse_structured('{"name": "re', Colour)
+    assert isinstance(truncated, Malformed) and truncated.raw == '{"name": "re'
+    assert isinstance(parse_structured('{"colour": "red"}', Colour), Malformed)
+
+
+@pytest.mark.parametrize("fault", ["empty_choices", "malformed"])
+def test_an_unusable_reply_is_sent_again_llm_retries_times_then_fails_the_call(fault):
+    release_services()  # a fresh breaker for this server
+    with ScriptedLLMServer(_seeded, faults=FaultPlan(rate=1.0, kinds=[fault])) as server:
+        client = _client(server, slots=None, llm_retries=2, breaker_failures=5)
+        with pytest.raises(LLMCallFailed, match="failed 3 times"):
+            client.text("system", "user")
+        assert [r.fault for r in server.requests] == [fault] * 3
