@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 
 from cq2a.checks import answer_is_lexically_valid
 from cq2a.lexicon import NON_LEXICAL_VERBS
-from cq2a.llm.usage import Usage
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Skip, Token
 from cq2a.relations import RelationExtraction, extract_relations
 from cq2a.services import Services
@@ -285,7 +284,6 @@ class Extraction(BaseModel):
 
     context_id: str
     answers: list[Answer]
-    usage: Usage = Field(default_factory=Usage)
     long_sentences: list[Sentence] = Field(
         default_factory=list, description="Sentences left out for their length."
     )
@@ -316,7 +314,6 @@ def extract_context(services: Services, context: Context) -> Extraction:
     return Extraction(
         context_id=context.id,
         answers=entities + found,
-        usage=relations.usage if relations else Usage(),
         long_sentences=long_sentences,
         relations=relations,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
-from cq2a.llm.usage import Usage
 from cq2a.models import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
 from cq2a.prompts_loader import load_prompt, render_prompt
 
@@ -143,7 +142,7 @@ def _failure_detail(output: object) -> str:
 
 def generate_questions(
     client: ChatClient, answer: Answer, context: Context, slots: list[Candidate], seed_offset: int
-) -> tuple[list[Candidate], Usage]:
+) -> list[Candidate]:
     """One generation request for the slots of one answer (III-B).
 
     A failed call spends no attempt: the slots keep the error and are asked for again in the
@@ -151,9 +150,7 @@ def generate_questions(
     feedback = feedback_for(slots)
     system, user = generation_messages(answer, context, len(slots), feedback)
     try:
-        outputs, usage = client.structured(
-            system, user, GeneratedQuestions, seed_offset=seed_offset
-        )
+        outputs = client.structured(system, user, GeneratedQuestions, seed_offset=seed_offset)
     except LLMCallFailed as error:
-        return [slot.model_copy(update={"error": str(error)}) for slot in slots], Usage()
-    return fill_slots(slots, outputs[0], feedback), usage
+        return [slot.model_copy(update={"error": str(error)}) for slot in slots]
+    return fill_slots(slots, outputs[0], feedback)

@@ -11,14 +11,13 @@ from cq2a.answers import (
 )
 from cq2a.candidates import with_attempt
 from cq2a.llm.client import ChatClient, LLMCallFailed
-from cq2a.llm.usage import Usage
 from cq2a.models import Candidate, Context
 from cq2a.prompts_loader import load_prompt, render_prompt
 
 
 def reask(
     client: ChatClient, context: Context, candidate: Candidate, votes: int, seed_offset: int
-) -> tuple[Candidate, Usage]:
+) -> Candidate:
     """Ask the LLM the question ``votes`` times (Table II) and keep the majority answer; the
     candidate then goes on to be compared with its gold answer.
 
@@ -26,25 +25,23 @@ def reask(
     the error recorded."""
     user = render_prompt("reask.user", context=context.context, question=candidate.current.question)
     try:
-        completion = client.text(
-            load_prompt("reask.system"), user, n=votes, seed_offset=seed_offset
-        )
+        texts = client.text(load_prompt("reask.system"), user, n=votes, seed_offset=seed_offset)
     except LLMCallFailed as error:
-        return candidate.model_copy(update={"error": str(error)}), Usage()
+        return candidate.model_copy(update={"error": str(error)})
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
     # sentence that restates the question is cut to the words it adds.
     question = candidate.current.question
     answers = [
         align_to_context(strip_restated_question(normalize_answer(text), question), context.context)
-        for text in completion.texts
+        for text in texts
     ]
     winner, count = majority_vote(answers)
     voted = with_attempt(
         candidate,
-        raw_votes=completion.texts,
+        raw_votes=texts,
         votes=answers,
         majority_answer=winner,
         majority_count=count,
     )
-    return voted.model_copy(update={"error": None, "next_step": "compare"}), completion.usage
+    return voted.model_copy(update={"error": None, "next_step": "compare"})

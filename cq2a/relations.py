@@ -9,7 +9,6 @@ from pydantic import BaseModel, Field
 from cq2a.checks import Lemmatizer, lemma_words
 from cq2a.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, words
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
-from cq2a.llm.usage import Usage
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Sentence, Skip, Token, Triple
 from cq2a.prompts_loader import load_prompt, render_prompt
 
@@ -152,7 +151,6 @@ class RelationExtraction(BaseModel):
     it has none."""
 
     answers: list[Answer] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
     dropped: list[tuple[ProposedTriple, str]] = Field(
         default_factory=list, description="Proposed triples a filter dropped, with its reason."
     )
@@ -173,15 +171,15 @@ def extract_relations(
     """III-A2: triples proposed by the LLM, kept only when they pass the filters."""
     user = render_prompt("relation_extraction.user", context=context.context, limit=limit)
     try:
-        outputs, usage = client.structured(
+        outputs = client.structured(
             load_prompt("relation_extraction.system"), user, ProposedTriples
         )
     except LLMCallFailed as error:
         return RelationExtraction(error=str(error))
     proposed = outputs[0]
     if isinstance(proposed, Malformed):
-        return RelationExtraction(usage=usage, malformed=proposed.error)
+        return RelationExtraction(malformed=proposed.error)
     answers, dropped = relation_answers(
         proposed.triples, context.id, context.context, parsed, lemmatize
     )
-    return RelationExtraction(answers=answers[:limit], usage=usage, dropped=dropped)
+    return RelationExtraction(answers=answers[:limit], dropped=dropped)

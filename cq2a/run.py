@@ -29,7 +29,7 @@ from cq2a.candidates import test_cases_of
 from cq2a.graph.state import merge_by_id, union
 from cq2a.inputs import InputError, read_contexts
 from cq2a.llm.breaker import LLMUnavailable
-from cq2a.llm.usage import BudgetExceeded, Usage
+from cq2a.llm.usage import BudgetExceeded, Usage, add_usage
 from cq2a.models import Answer, Candidate, Context, Skip, Verdict
 from cq2a.preflight import JudgeProbeFailed, PreflightFailed
 from cq2a.services import release_services, services_for
@@ -364,8 +364,7 @@ def checkpointed_values(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
             for key in ("answers", "candidates", "skipped"):
                 values[key] = merge_by_id(values.get(key), part.get(key))
             values["finished"] = union(values.get("finished"), part.get("finished"))
-            if part.get("usage") is not None:
-                values["usage"] = (values.get("usage") or Usage()) + part["usage"]
+            values["usage"] = add_usage(values.get("usage"), part.get("usage"))
     return values
 
 

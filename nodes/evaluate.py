@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from cq2a.candidates import test_cases_of
 from cq2a.graph.state import RunState
+from cq2a.llm.usage import tally_usage
 from cq2a.models import Context
 from cq2a.nodes._runtime import services
 from cq2a.services import release_services
@@ -23,7 +24,9 @@ def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     contexts = {c.id: c for c in map(Context.model_validate, state.get("contexts", []))}
     cases = test_cases_of(state.get("candidates", []), contexts)
     emit("stage_started", stage="evaluate", counts={"test_cases": len(cases)})
-    verdicts, usage = evaluate_cases(run, cases)
+    with tally_usage() as tally:
+        verdicts = evaluate_cases(run, cases)
+    usage = tally.total
     emit(
         "stage_finished",
         stage="evaluate",

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from cq2a.extraction import Extraction, extract_context
 from cq2a.graph.state import ContextState
 from cq2a.inputs import too_long_for_window
+from cq2a.llm.usage import tally_usage
 from cq2a.models import AnswerKind
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
@@ -26,9 +27,10 @@ def extract(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     if too_long:
         answers, usage, skips = [], None, [too_long]
     else:
-        extraction = extract_context(run, context)
+        with tally_usage() as tally:
+            extraction = extract_context(run, context)
         emit_left_out(extraction, run.settings.max_sentence_tokens)
-        answers, usage, skips = extraction.answers, extraction.usage, extraction.skips
+        answers, usage, skips = extraction.answers, tally.total, extraction.skips
     counts = {kind.value: sum(a.kind is kind for a in answers) for kind in AnswerKind}
     emit(
         "stage_finished",

@@ -12,7 +12,7 @@ from cq2a.candidates import at_step, settle
 from cq2a.fanout import parallel_map
 from cq2a.generation import generate_questions, new_slots, slots_per_answer
 from cq2a.graph.state import ContextState
-from cq2a.llm.usage import Usage, sum_usage
+from cq2a.llm.usage import tally_usage
 from cq2a.models import Answer, Candidate
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings
@@ -34,7 +34,7 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     for slot in at_step(slots, "generate"):
         by_answer.setdefault(slot.answer.id, []).append(slot)
 
-    def ask(answer_slots: list[Candidate]) -> tuple[list[Candidate], Usage]:
+    def ask(answer_slots: list[Candidate]) -> list[Candidate]:
         first = answer_slots[0]
         return generate_questions(
             run.llm.generator,
@@ -44,11 +44,12 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             seed_offset=len(first.attempts),
         )
 
-    results = parallel_map(ask, list(by_answer.values()), settings.concurrency)
+    with tally_usage() as tally:
+        results = parallel_map(ask, list(by_answer.values()), settings.concurrency)
     updated = [
-        after_generation(slot, settings.max_attempts) for filled, _ in results for slot in filled
+        after_generation(slot, settings.max_attempts) for filled in results for slot in filled
     ]
-    usage = sum_usage(usage for _, usage in results)
+    usage = tally.total
     emit(
         "stage_finished",
         context_id=context.id,

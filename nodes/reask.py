@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from cq2a.candidates import at_step, settle
 from cq2a.fanout import parallel_map
 from cq2a.graph.state import ContextState
-from cq2a.llm.usage import Usage, sum_usage
+from cq2a.llm.usage import tally_usage
 from cq2a.models import Candidate
 from cq2a.nodes._runtime import services
 from cq2a.reasking import reask as reask_candidate
@@ -24,14 +24,17 @@ def reask(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     settings = run.settings
     started = time.perf_counter()
 
-    def ask(candidate: Candidate) -> tuple[Candidate, Usage]:
+    def ask(candidate: Candidate) -> Candidate:
         return reask_candidate(
             run.llm.reasker, context, candidate, settings.votes, len(candidate.attempts)
         )
 
-    results = parallel_map(ask, at_step(state.get("candidates", []), "reask"), settings.concurrency)
-    updated = [settle(candidate, settings.max_attempts) for candidate, _ in results]
-    usage = sum_usage(usage for _, usage in results)
+    with tally_usage() as tally:
+        results = parallel_map(
+            ask, at_step(state.get("candidates", []), "reask"), settings.concurrency
+        )
+    updated = [settle(candidate, settings.max_attempts) for candidate in results]
+    usage = tally.total
     emit(
         "stage_finished",
         context_id=context.id,

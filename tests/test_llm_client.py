@@ -37,8 +37,8 @@ def _client(server: ScriptedLLMServer, slots: int | None, **settings: object) ->
 
 def test_votes_beyond_the_slots_go_as_several_n_requests_with_consecutive_seeds():
     with ScriptedLLMServer(_seeded, slots=2) as server:
-        completion = _client(server, slots=2).text("system", "user", n=5)
-    assert completion.texts == [f"seed {7 + i}" for i in range(5)]
+        texts = _client(server, slots=2).text("system", "user", n=5)
+    assert texts == [f"seed {7 + i}" for i in range(5)]
     assert [(r.n, r.body["seed"], r.status) for r in server.requests] == [
         (2, 7, 200),
         (2, 9, 200),
@@ -48,8 +48,8 @@ def test_votes_beyond_the_slots_go_as_several_n_requests_with_consecutive_seeds(
 
 def test_a_server_with_as_many_slots_as_votes_answers_them_in_one_request():
     with ScriptedLLMServer(_seeded, slots=5) as server:
-        completion = _client(server, slots=5).text("system", "user", n=5)
-    assert len(completion.texts) == 5 and len(set(completion.texts)) == 5
+        texts = _client(server, slots=5).text("system", "user", n=5)
+    assert len(texts) == 5 and len(set(texts)) == 5
     assert [r.n for r in server.requests] == [5]
 
 

@@ -16,7 +16,8 @@ llama.cpp server). On top of it this module adds what a long, paid run needs:
 * a circuit breaker per endpoint (``cq2a.llm.breaker``): one failed call is ``LLMCallFailed``
   (the slot keeps the error and waits for the next round), a run of them is
   ``LLMUnavailable``, which stops the run;
-* token accounting and the spending cap (``cq2a.llm.usage``).
+* token accounting (each reply and cache hit counted once, into the open ``tally_usage``
+  blocks) and the spending cap (``cq2a.llm.usage``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from cq2a.llm.breaker import CircuitBreaker, LLMUnavailable, breaker_for
 from cq2a.llm.cache import LLMCache, cache_key
-from cq2a.llm.usage import BudgetExceeded, SpendingMeter, Usage
+from cq2a.llm.usage import BudgetExceeded, SpendingMeter, Usage, count_usage
 from cq2a.settings import LLMSpec, Settings
 
 T = TypeVar("T", bound=BaseModel)
@@ -82,6 +83,8 @@ class Malformed(BaseModel):
 
 @dataclass
 class Completion:
+    """What one request returned: its choices, and what it used."""
+
     texts: list[str]
     usage: Usage = field(default_factory=Usage)
 
@@ -245,7 +248,7 @@ class ChatClient:
         client = self.model.root_client.with_options(max_retries=1, timeout=15.0)
         return [model.id for model in client.models.list()]
 
-    def text(self, system: str, user: str, *, n: int = 1, seed_offset: int = 0) -> Completion:
+    def text(self, system: str, user: str, *, n: int = 1, seed_offset: int = 0) -> list[str]:
         """``n`` plain-text completions of one prompt."""
         return self._complete(
             system, user, n=n, seed_offset=seed_offset, response_format=None, cacheable=None
@@ -253,16 +256,16 @@ class ChatClient:
 
     def structured(
         self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
-    ) -> tuple[list[T | Malformed], Usage]:
-        """``n`` completions parsed into ``schema``; unparseable ones are re-asked first."""
+    ) -> list[T | Malformed]:
+        """``n`` completions parsed into ``schema``; unparseable ones are re-asked first, with
+        new seeds (each its own cache entry)."""
         response_format = response_format_for(self.spec, schema)
         results: list[T | Malformed] = []
-        usage = Usage()
         for retry in range(self.settings.malformed_retries + 1):
             wanted = n - sum(not isinstance(r, Malformed) for r in results)
             if wanted <= 0:
                 break
-            completion = self._complete(
+            texts = self._complete(
                 system,
                 user,
                 n=wanted,
@@ -271,10 +274,9 @@ class ChatClient:
                 # an output that does not parse is not a result: asked again next time
                 cacheable=lambda text: not isinstance(parse_structured(text, schema), Malformed),
             )
-            usage = usage + completion.usage
-            parsed = [parse_structured(text, schema) for text in completion.texts]
+            parsed = [parse_structured(text, schema) for text in texts]
             results = [r for r in results if not isinstance(r, Malformed)] + parsed
-        return results[:n], usage
+        return results[:n]
 
     # ---- requests ----
 
@@ -287,7 +289,7 @@ class ChatClient:
         seed_offset: int,
         response_format: dict[str, Any] | None,
         cacheable: Callable[[str], bool] | None,
-    ) -> Completion:
+    ) -> list[str]:
         """``n`` choices, choice ``i`` sampled with seed ``seed + i``.
 
         Each choice is cached under its own key (prompt, parameters, its seed), whether it came
@@ -300,12 +302,11 @@ class ChatClient:
         requests = [self._choice_request(messages, seed + i, response_format) for i in range(n)]
         keys = [cache_key(request) for request in requests]
         texts: dict[int, str] = {}
-        usage = Usage()
         if self.cache is not None:
             for index, key in enumerate(keys):
                 if (hit := self.cache.get(key)) is not None and hit:
                     texts[index] = hit[0]
-                    usage = usage + Usage(cached=1)
+                    count_usage(Usage(cached=1))
         missing = [i for i in range(n) if i not in texts]
         while missing:
             # One request answers a run of consecutive missing choices (the server seeds its
@@ -324,9 +325,8 @@ class ChatClient:
                 texts[index] = text
                 if cacheable is None or cacheable(text):
                     self._store(keys[index], requests[index], text)
-            usage = usage + reply.usage
             missing = [i for i in range(n) if i not in texts]
-        return Completion(texts=[texts[i] for i in range(n)], usage=usage)
+        return [texts[i] for i in range(n)]
 
     def _choice_request(
         self, messages: list[Any], seed: int, response_format: dict[str, Any] | None
@@ -397,6 +397,7 @@ class ChatClient:
                 completion = self._send(messages, params)
                 if self.meter is not None:  # before the reservation goes
                     self.meter.record(completion.usage)
+            count_usage(completion.usage)
         except fatal_errors() as error:
             # A wrong key or model name fails every call alike: stop the run at once.
             raise LLMUnavailable(
