@@ -7,6 +7,8 @@ import threading
 import pytest
 from pydantic import BaseModel
 
+from cq2a.fanout import parallel_map
+from cq2a.llm.cache import LLMCache
 from cq2a.llm.client import (
     ChatClient,
     Endpoint,
@@ -17,6 +19,7 @@ from cq2a.llm.client import (
     resolve_endpoint,
 )
 from cq2a.llm.local_server import LocalLLMServer
+from cq2a.llm.usage import Usage, tally_usage
 from cq2a.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.scripted_server import ChatRequest, FaultPlan, ScriptedLLMServer
@@ -126,3 +129,23 @@ def test_an_unusable_reply_is_sent_again_llm_retries_times_then_fails_the_call(f
         with pytest.raises(LLMCallFailed, match="failed 3 times"):
             client.text("system", "user")
         assert [r.fault for r in server.requests] == [fault] * 3
+
+
+def test_usage_is_tallied_across_parallel_map_threads_and_cache_hits(tmp_path):
+    cache = LLMCache(tmp_path / "cache.sqlite")
+    with ScriptedLLMServer(_seeded) as server:
+        spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
+        client = ChatClient(
+            spec, Settings(seed=7), endpoint=Endpoint(server.base_url, None), cache=cache
+        )
+        prompts = [f"user {i}" for i in range(3)]
+        with tally_usage() as outer:
+            with tally_usage() as first:
+                parallel_map(lambda user: client.text("system", user, n=2), prompts, 3)
+            with tally_usage() as replay:
+                parallel_map(lambda user: client.text("system", user, n=2), prompts, 3)
+    cache.close()
+    assert (first.total.requests, first.total.cached) == (3, 0)
+    assert first.total.prompt_tokens > 0
+    assert replay.total == Usage(cached=6)
+    assert outer.total == first.total + replay.total
