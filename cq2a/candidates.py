@@ -44,6 +44,13 @@ def settle(candidate: Candidate, max_attempts: int) -> Candidate:
     return candidate
 
 
+def context_is_settled(candidates: Sequence[Candidate], rounds: int, max_rounds: int) -> bool:
+    """Whether a context's loop is over: no slot is pending, or ``max_rounds`` are done. Every
+    round settles each slot or spends one of its attempts; a slot whose LLM call failed spent
+    none, so ``max_rounds`` gives such slots extra rounds to catch up."""
+    return rounds >= max_rounds or all(c.status != "pending" for c in candidates)
+
+
 def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context]) -> list[TestCase]:
     """Accepted candidates as test cases (III-D)."""
     cases = []

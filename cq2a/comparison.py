@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cq2a.candidates import reject, with_attempt
+from cq2a.candidates import at_step, reject, settle, with_attempt
 from cq2a.embeddings import SimilarityPairs
 from cq2a.models import Candidate, RejectReason
 
@@ -30,3 +30,14 @@ def compare_with_gold(
         else:
             compared.append(reject(candidate, RejectReason.INCONSISTENT, similarity=score))
     return compared
+
+
+def compare_round(
+    candidates: Sequence[Candidate],
+    similarity_pairs: SimilarityPairs,
+    threshold: float,
+    max_attempts: int,
+) -> list[Candidate]:
+    """Compare every candidate waiting for it, and settle each; returns them."""
+    compared = compare_with_gold(at_step(candidates, "compare"), similarity_pairs, threshold)
+    return [settle(candidate, max_attempts) for candidate in compared]

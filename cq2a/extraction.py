@@ -14,6 +14,7 @@ from itertools import zip_longest
 from pydantic import BaseModel, Field
 
 from cq2a.checks import answer_is_lexically_valid
+from cq2a.inputs import too_long_for_window
 from cq2a.lexicon import NON_LEXICAL_VERBS
 from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Skip, Token
 from cq2a.relations import RelationExtraction, extract_relations
@@ -288,18 +289,23 @@ class Extraction(BaseModel):
         default_factory=list, description="Sentences left out for their length."
     )
     relations: RelationExtraction | None = Field(None, description="None when turned off.")
-
-    @property
-    def skips(self) -> list[Skip]:
-        return self.relations.skips(self.context_id) if self.relations else []
+    skips: list[Skip] = Field(
+        default_factory=list,
+        description="The context itself (over a model's window), or its relation call (failed).",
+    )
 
 
 def extract_context(services: Services, context: Context) -> Extraction:
     """Entities from the parse (III-A1) and relations from the LLM (III-A2), capped per context.
 
-    Relations take at most a third of the cap; entities fill the rest.
+    Relations take at most a third of the cap; entities fill the rest. A context whose prompts
+    would not fit the generator's or the re-asker's window is skipped whole.
     """
     settings = services.settings
+    roles = {"generator": settings.generator, "reasker": settings.reasker}
+    too_long = too_long_for_window(context, {r: spec.window() for r, spec in roles.items()})
+    if too_long:
+        return Extraction(context_id=context.id, answers=[], skips=[too_long])
     parsed, long_sentences = drop_long_sentences(
         services.parser.parse(context), settings.max_sentence_tokens
     )
@@ -316,4 +322,5 @@ def extract_context(services: Services, context: Context) -> Extraction:
         answers=entities + found,
         long_sentences=long_sentences,
         relations=relations,
+        skips=relations.skips(context.id) if relations else [],
     )

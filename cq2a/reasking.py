@@ -3,13 +3,16 @@ and the majority answer is kept."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cq2a.answers import (
     align_to_context,
     majority_vote,
     normalize_answer,
     strip_restated_question,
 )
-from cq2a.candidates import with_attempt
+from cq2a.candidates import at_step, with_attempt
+from cq2a.fanout import parallel_map
 from cq2a.llm.client import ChatClient, LLMCallFailed
 from cq2a.models import Candidate, Context
 from cq2a.prompts_loader import load_prompt, render_prompt
@@ -45,3 +48,18 @@ def reask(
         majority_count=count,
     )
     return voted.model_copy(update={"error": None, "next_step": "compare"})
+
+
+def reask_round(
+    client: ChatClient,
+    context: Context,
+    candidates: Sequence[Candidate],
+    votes: int,
+    concurrency: int,
+) -> list[Candidate]:
+    """Re-ask every candidate waiting for it, up to ``concurrency`` at once; returns them."""
+
+    def ask(candidate: Candidate) -> Candidate:
+        return reask(client, context, candidate, votes, len(candidate.attempts))
+
+    return parallel_map(ask, at_step(candidates, "reask"), concurrency)
