@@ -16,6 +16,7 @@ from cq2a.candidates import at_step, settle, with_attempt
 from cq2a.dedup import mark_duplicates
 from cq2a.embeddings import SimilarityMatrix
 from cq2a.lexicon import (
+    ARTICLES,
     NON_LEXICAL_VERBS,
     is_pronoun_or_demonstrative,
     words,
@@ -43,7 +44,6 @@ REASON_OF_CHECK = {
     NO_LEAK: RejectReason.LEAK,
     MENTIONS_ENTITIES: RejectReason.MISSING_ENTITY,
 }
-ARTICLES = frozenset({"a", "an", "the"})
 
 
 def _content(sequence: Sequence[str]) -> list[str]:

@@ -23,7 +23,6 @@ from cq2a.services import Services
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
 NOUN_UPOS = frozenset({"NOUN", "PROPN"})
-#: Copulas and light verbs carry no lexical meaning of their own (III-A1, III-C1 "is", "are").
 #: UD relations under which a verb form modifies a word instead of predicating
 #: (e.g. "the *conquered* lands" amod, "a region *called* Normandy" acl). ``acl:relcl`` is a
 #: relative clause's own predicate and is not a modifier.

@@ -9,6 +9,7 @@ PERSONAL_PRONOUNS = frozenset(
     "herself it its itself we us our ours ourselves they them their theirs themselves one".split()
 )
 DEMONSTRATIVES = frozenset("this that these those such here there".split())
+ARTICLES = frozenset({"a", "an", "the"})
 #: Linking and auxiliary verbs: never an answer, never a relation (III-A2, III-C1). The paper's
 #: own relation example is "becomes", so only be/have/do and the modals count as non-lexical.
 NON_LEXICAL_VERBS = frozenset(
@@ -20,9 +21,10 @@ NON_LEXICAL_VERBS = frozenset(
 #: a relation answer ("raided and ultimately settled") contains them.
 FUNCTION_WORDS = (
     frozenset(
-        "a an the and or but nor so yet of to in on at by for with from into onto upon over under "
+        "and or but nor so yet of to in on at by for with from into onto upon over under "
         "about as than then which who whom whose what not no".split()
     )
+    | ARTICLES
     | PERSONAL_PRONOUNS
     | DEMONSTRATIVES
 )
