@@ -3,7 +3,8 @@ test case an accepted one becomes.
 
 A slot moves generate -> check -> reask -> compare -> done (``Candidate.next_step``). Each step
 sets the next one when its attempt passes; ``settle`` decides the rest: accepted, sent back to
-generate while attempts are left, or rejected for good.
+generate while attempts are left, or rejected for good; ``context_is_settled`` says when a
+context's loop is over. ``test_cases_of`` is the one builder of test cases.
 """
 
 from __future__ import annotations

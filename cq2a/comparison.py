@@ -1,5 +1,6 @@
 """Comparison with the gold answer (III-C2 step 2): the re-asked majority answer must be the
-answer the question was generated for."""
+answer the question was generated for. ``compare_round`` is the graph's step: every candidate
+waiting for it, compared and settled."""
 
 from __future__ import annotations
 

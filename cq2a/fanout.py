@@ -1,4 +1,6 @@
-"""Fan-out over threads: the pipeline's LLM and SUT calls wait on the network, not the CPU."""
+"""Fan-out over threads, the one way the domain steps run calls side by side: the pipeline's LLM
+and SUT calls wait on the network, not the CPU. (Contexts fan out as LangGraph ``Send``
+branches.)"""
 
 from __future__ import annotations
 

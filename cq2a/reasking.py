@@ -1,5 +1,6 @@
 """Re-asking (III-C2 step 1): the LLM answers a generated question several times in context,
-and the majority answer is kept."""
+and the majority answer is kept. ``reask_round`` is the graph's step: every candidate waiting
+for it, re-asked in parallel."""
 
 from __future__ import annotations
 
