@@ -257,11 +257,15 @@ class ChatClient:
     def structured(
         self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
     ) -> list[T | Malformed]:
-        """``n`` completions parsed into ``schema``; unparseable ones are re-asked first, with
-        new seeds (each its own cache entry)."""
+        """``n`` completions parsed into ``schema``; unparseable ones are asked for again, up
+        to ``malformed_retries`` times.
+
+        Not a retry of a failed request (``_send_with_retries`` does that): each further ask is
+        a new sample, for the choices still missing only, under seeds of its own (1000 on), so
+        each answer is its own cache entry and a replay finds it."""
         response_format = response_format_for(self.spec, schema)
         results: list[T | Malformed] = []
-        for retry in range(self.settings.malformed_retries + 1):
+        for ask in range(self.settings.malformed_retries + 1):
             wanted = n - sum(not isinstance(r, Malformed) for r in results)
             if wanted <= 0:
                 break
@@ -269,7 +273,7 @@ class ChatClient:
                 system,
                 user,
                 n=wanted,
-                seed_offset=seed_offset + 1000 * retry,
+                seed_offset=seed_offset + 1000 * ask,
                 response_format=response_format,
                 # an output that does not parse is not a result: asked again next time
                 cacheable=lambda text: not isinstance(parse_structured(text, schema), Malformed),
