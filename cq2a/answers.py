@@ -7,7 +7,7 @@ import re
 import string
 from collections import Counter
 
-from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
+from cq2a.lexicon import ARTICLES, FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.models import UNANSWERABLE
 
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
@@ -55,13 +55,12 @@ def normalize_yes_no(text: str) -> str | None:
 
 
 _PUNCTUATION = str.maketrans({ch: " " for ch in string.punctuation + "“”‘’«»–—"})
-_ARTICLES = frozenset({"a", "an", "the"})
 _CONTEXT_WORD = re.compile(r"\w+(?:[-'’.]\w+)*")
 
 
 def answer_tokens(text: str) -> list[str]:
     """SQuAD's normalisation: lower case, no punctuation, no articles, split on space."""
-    return [w for w in text.casefold().translate(_PUNCTUATION).split() if w not in _ARTICLES]
+    return [w for w in text.casefold().translate(_PUNCTUATION).split() if w not in ARTICLES]
 
 
 def token_f1(prediction: list[str], gold: list[str]) -> float:

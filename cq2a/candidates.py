@@ -3,7 +3,8 @@ test case an accepted one becomes.
 
 A slot moves generate -> check -> reask -> compare -> done (``Candidate.next_step``). Each step
 sets the next one when its attempt passes; ``settle`` decides the rest: accepted, sent back to
-generate while attempts are left, or rejected for good.
+generate while attempts are left, or rejected for good; ``context_is_settled`` says when a
+context's loop is over. ``test_cases_of`` is the one builder of test cases.
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ def settle(candidate: Candidate, max_attempts: int) -> Candidate:
     if attempt.rejected:
         return candidate.model_copy(update={"next_step": "generate"})
     return candidate
+
+
+def context_is_settled(candidates: Sequence[Candidate], rounds: int, max_rounds: int) -> bool:
+    """Whether a context's loop is over: no slot is pending, or ``max_rounds`` are done. Every
+    round settles each slot or spends one of its attempts; a slot whose LLM call failed spent
+    none, so ``max_rounds`` gives such slots extra rounds to catch up."""
+    return rounds >= max_rounds or all(c.status != "pending" for c in candidates)
 
 
 def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context]) -> list[TestCase]:

@@ -2,7 +2,9 @@
 
 Each rule is one function returning a ``CheckResult``; ``check_question`` runs them all,
 ``rejection_reasons`` maps failures to the reasons recorded with a rejected candidate, and
-``apply_constraints`` records both on a candidate's current attempt.
+``apply_constraints`` records both on a candidate's current attempt. ``check_round`` is the
+graph's step: the checks over a context's waiting candidates, then near-duplicate removal
+(``cq2a.dedup``).
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from cq2a.candidates import with_attempt
+from cq2a.candidates import at_step, settle, with_attempt
+from cq2a.dedup import mark_duplicates
+from cq2a.embeddings import SimilarityMatrix
 from cq2a.lexicon import (
+    ARTICLES,
     NON_LEXICAL_VERBS,
     is_pronoun_or_demonstrative,
     words,
 )
 from cq2a.models import Answer, AnswerKind, Candidate, CheckResult, RejectReason
+from cq2a.settings import Settings
 
 #: A text's words as (lower-cased lemma, universal POS) pairs, punctuation left out: the
 #: parser's lemmatizer (``cq2a.parsing.lemmatizer``), so "Normans" is "Norman" and "conquered" is
@@ -48,7 +54,6 @@ REASON_OF_CHECK = {
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
 CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
 NOUN_UPOS = frozenset({"NOUN", "PROPN"})
-ARTICLES = frozenset({"a", "an", "the"})
 
 
 def _content(sequence: Sequence[str]) -> list[str]:
@@ -314,3 +319,40 @@ def apply_constraints(
     reasons = rejection_reasons(results)
     checked = with_attempt(candidate, checks=results, reasons=reasons)
     return checked if reasons else checked.model_copy(update={"next_step": "reask"})
+
+
+#: Where a question that passed its checks in an earlier round waits, until accepted.
+PAST_CHECKS = ("reask", "compare")
+
+
+def check_round(
+    candidates: Sequence[Candidate],
+    lemmatize: Lemmatizer,
+    similarity_matrix: SimilarityMatrix,
+    settings: Settings,
+) -> list[Candidate]:
+    """III-C1 over every candidate waiting for its checks, then near-duplicate removal; returns
+    every candidate of the context, settled."""
+    checked = [
+        apply_constraints(
+            candidate,
+            lemmatize,
+            min_chars=settings.min_question_chars,
+            max_chars=settings.max_question_chars,
+            leak_rule=settings.leak_rule,
+        )
+        for candidate in at_step(candidates, "check")
+    ]
+    passed = at_step(checked, "reask")
+    # Questions kept from earlier rounds win over this round's: accepted ones, and those still
+    # on their way to acceptance.
+    earlier = [c for c in candidates if c.status == "accepted" or c.next_step in PAST_CHECKS]
+    deduped = (
+        mark_duplicates(passed, earlier, similarity_matrix, settings.dedup_threshold)
+        if passed
+        else []
+    )
+    by_id = {c.id: c for c in [*checked, *deduped]}
+    # Every slot leaves settled, including one of an older checkpoint whose generation failed
+    # on its last attempt (see Candidate's implied step).
+    return [settle(by_id.get(c.id, c), settings.max_attempts) for c in candidates]

@@ -1,12 +1,13 @@
 """Comparison with the gold answer (III-C2 step 2): the re-asked majority answer must be the
-answer the question was generated for."""
+answer the question was generated for. ``compare_round`` is the graph's step: every candidate
+waiting for it, compared and settled."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from cq2a.answers import is_abstention, normalize_yes_no
-from cq2a.candidates import reject, with_attempt
+from cq2a.candidates import at_step, reject, settle, with_attempt
 from cq2a.embeddings import SimilarityPairs
 from cq2a.models import Candidate, RejectReason
 
@@ -44,3 +45,14 @@ def compare_with_gold(
         else:
             compared.append(reject(candidate, RejectReason.INCONSISTENT, similarity=score))
     return compared
+
+
+def compare_round(
+    candidates: Sequence[Candidate],
+    similarity_pairs: SimilarityPairs,
+    threshold: float,
+    max_attempts: int,
+) -> list[Candidate]:
+    """Compare every candidate waiting for it, and settle each; returns them."""
+    compared = compare_with_gold(at_step(candidates, "compare"), similarity_pairs, threshold)
+    return [settle(candidate, max_attempts) for candidate in compared]

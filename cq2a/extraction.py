@@ -14,8 +14,8 @@ from itertools import zip_longest
 from pydantic import BaseModel, Field
 
 from cq2a.checks import answer_is_lexically_valid
+from cq2a.inputs import too_long_for_window
 from cq2a.lexicon import NON_LEXICAL_VERBS
-from cq2a.llm.usage import Usage
 from cq2a.models import (
     Answer,
     AnswerKind,
@@ -34,7 +34,6 @@ from cq2a.settings import AnswerSet
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
 NOUN_UPOS = frozenset({"NOUN", "PROPN"})
-#: Copulas and light verbs carry no lexical meaning of their own (III-A1, III-C1 "is", "are").
 #: UD relations under which a verb form modifies a word instead of predicating
 #: (e.g. "the *conquered* lands" amod, "a region *called* Normandy" acl). ``acl:relcl`` is a
 #: relative clause's own predicate and is not a modifier.
@@ -321,36 +320,42 @@ class Extraction(BaseModel):
 
     context_id: str
     answers: list[Answer]
-    usage: Usage = Field(default_factory=Usage)
     long_sentences: list[Sentence] = Field(
         default_factory=list, description="Sentences left out for their length."
     )
     relations: RelationExtraction | None = Field(None, description="None when turned off.")
-
-    @property
-    def skips(self) -> list[Skip]:
-        return self.relations.skips(self.context_id) if self.relations else []
+    skips: list[Skip] = Field(
+        default_factory=list,
+        description="The context itself (over a model's window), or its relation call (failed).",
+    )
 
 
 def extract_context(services: Services, context: Context) -> Extraction:
     """Entities from the parse (III-A1) and relations from the LLM (III-A2), capped per context.
 
-    Relations take at most a third of the cap; entities fill the rest.
+    Relations take at most a third of the cap; entities fill the rest. A context whose prompts
+    would not fit the generator's or the re-asker's window is skipped whole.
     """
     settings = services.settings
+    roles = {"generator": settings.generator, "reasker": settings.reasker}
+    too_long = too_long_for_window(context, {r: spec.window() for r, spec in roles.items()})
+    if too_long:
+        return Extraction(context_id=context.id, answers=[], skips=[too_long])
     parsed, long_sentences = drop_long_sentences(
         services.parser.parse(context), settings.max_sentence_tokens
     )
     cap = settings.answers_per_context
     relations = None
     if settings.relations:
-        relations = extract_relations(services.llm.generator, context, parsed, max(1, cap // 3))
+        relations = extract_relations(
+            services.llm.generator, context, parsed, services.lemmatize, max(1, cap // 3)
+        )
     found = relations.answers if relations else []
     entities = select_entities(parsed, context, settings.answers, limit=cap - len(found))
     return Extraction(
         context_id=context.id,
         answers=entities + found,
-        usage=relations.usage if relations else Usage(),
         long_sentences=long_sentences,
         relations=relations,
+        skips=relations.skips(context.id) if relations else [],
     )

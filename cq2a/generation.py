@@ -1,18 +1,23 @@
 """Answer-targeted question generation (III-B) and the loop back with feedback.
 
 Each answer owns a fixed number of question slots (5 for entities, 10 for relations, Table I).
-A generation request fills every slot that needs a question; a slot whose question was rejected
-is filled again, with the rejection reasons in the prompt, until it runs out of attempts.
+A round (``generation_round``) sends one request per answer for all of its slots waiting for a
+question; a slot whose question was rejected waits again, and is filled with the rejection
+reasons in the prompt, until it runs out of attempts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
+from cq2a.candidates import at_step, settle
+from cq2a.fanout import parallel_map
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
-from cq2a.llm.usage import Usage
 from cq2a.models import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
 from cq2a.prompts_loader import load_prompt, render_prompt
+from cq2a.settings import Settings
 
 
 class GeneratedQuestion(BaseModel):
@@ -37,13 +42,18 @@ def new_slots(answer: Answer, count: int) -> list[Candidate]:
     ]
 
 
-def needs_question(candidate: Candidate, max_attempts: int) -> bool:
-    """A pending slot with no attempt yet, or whose last attempt was rejected with tries left."""
-    if candidate.status != "pending":
-        return False
-    if not candidate.attempts:
-        return True
-    return candidate.current.rejected and len(candidate.attempts) < max_attempts
+def slots_for_new_answers(
+    answers: Sequence[Answer], candidates: Sequence[Candidate], per_entity: int, per_relation: int
+) -> list[Candidate]:
+    """The question slots of answers that have none yet (Table I: 5 per entity, 10 per
+    relation)."""
+    slotted = {c.answer.id for c in candidates}
+    return [
+        slot
+        for answer in answers
+        if answer.id not in slotted
+        for slot in new_slots(answer, slots_per_answer(answer, per_entity, per_relation))
+    ]
 
 
 def feedback_for(slots: list[Candidate]) -> str:
@@ -156,7 +166,7 @@ def _failure_detail(output: object) -> str:
 
 def generate_questions(
     client: ChatClient, answer: Answer, context: Context, slots: list[Candidate], seed_offset: int
-) -> tuple[list[Candidate], Usage]:
+) -> list[Candidate]:
     """One generation request for the slots of one answer (III-B).
 
     A failed call spends no attempt: the slots keep the error and are asked for again in the
@@ -164,9 +174,44 @@ def generate_questions(
     feedback = feedback_for(slots)
     system, user = generation_messages(answer, context, len(slots), feedback)
     try:
-        outputs, usage = client.structured(
-            system, user, GeneratedQuestions, seed_offset=seed_offset
-        )
+        outputs = client.structured(system, user, GeneratedQuestions, seed_offset=seed_offset)
     except LLMCallFailed as error:
-        return [slot.model_copy(update={"error": str(error)}) for slot in slots], Usage()
-    return fill_slots(slots, outputs[0], feedback), usage
+        return [slot.model_copy(update={"error": str(error)}) for slot in slots]
+    return fill_slots(slots, outputs[0], feedback)
+
+
+def after_generation(slot: Candidate, max_attempts: int) -> Candidate:
+    """A slot given a question goes on to its checks. One whose call failed spent no attempt
+    and waits at generate; one the model wrote no question for (malformed or too few) spent
+    one and is settled like any rejection."""
+    if slot.error is not None:
+        return slot
+    if slot.current.rejected:
+        return settle(slot, max_attempts)
+    return slot.model_copy(update={"next_step": "check"})
+
+
+def generation_round(
+    client: ChatClient,
+    context: Context,
+    answers: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    settings: Settings,
+) -> list[Candidate]:
+    """Fill every slot waiting for a question: new answers' slots, and rejected slots again;
+    one request per answer, for all of its waiting slots. Returns the slots it asked for."""
+    new = slots_for_new_answers(
+        answers, candidates, settings.questions_per_entity, settings.questions_per_relation
+    )
+    by_answer: dict[str, list[Candidate]] = {}
+    for slot in at_step([*candidates, *new], "generate"):
+        by_answer.setdefault(slot.answer.id, []).append(slot)
+
+    def ask(slots: list[Candidate]) -> list[Candidate]:
+        first = slots[0]
+        return generate_questions(
+            client, first.answer, context, slots, seed_offset=len(first.attempts)
+        )
+
+    filled = parallel_map(ask, list(by_answer.values()), settings.concurrency)
+    return [after_generation(slot, settings.max_attempts) for slots in filled for slot in slots]

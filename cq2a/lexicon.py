@@ -9,6 +9,7 @@ PERSONAL_PRONOUNS = frozenset(
     "herself it its itself we us our ours ourselves they them their theirs themselves one".split()
 )
 DEMONSTRATIVES = frozenset("this that these those such here there".split())
+ARTICLES = frozenset({"a", "an", "the"})
 #: Linking and auxiliary verbs: never an answer, never a relation (III-A2, III-C1). The paper's
 #: own relation example is "becomes", so only be/have/do and the modals count as non-lexical.
 NON_LEXICAL_VERBS = frozenset(
@@ -20,9 +21,10 @@ NON_LEXICAL_VERBS = frozenset(
 #: a relation answer ("raided and ultimately settled") contains them.
 FUNCTION_WORDS = (
     frozenset(
-        "a an the and or but nor so yet of to in on at by for with from into onto upon over under "
+        "and or but nor so yet of to in on at by for with from into onto upon over under "
         "about as than then which who whom whose what not no".split()
     )
+    | ARTICLES
     | PERSONAL_PRONOUNS
     | DEMONSTRATIVES
 )
@@ -50,31 +52,3 @@ def normalise_space(text: str) -> str:
 def is_pronoun_or_demonstrative(text: str) -> bool:
     tokens = words(text)
     return len(tokens) == 1 and (tokens[0] in PERSONAL_PRONOUNS or tokens[0] in DEMONSTRATIVES)
-
-
-#: Endings that inflect a word (plural, possessive, tense, participle, comparison); after a final
-#: y or e is dropped: cities, carried, making.
-INFLECTIONS = frozenset("s es 's ’s d ed ing er ers est en n ies ied ier iest".split())
-_DOUBLED = frozenset("ed ing er est".split())
-
-
-def same_word(token: str, lemma: str) -> bool:
-    """Whether ``token`` is ``lemma`` or an inflection of it (conquer -> conquered, city -> cities,
-    stop -> stopped), but not a longer word that merely starts with it (Norman -> Normandy).
-
-    A question is not parsed, so inflections are matched on spelling: the token is the lemma (or
-    the lemma minus a final y/e) plus one of ``INFLECTIONS``, or plus a doubled last consonant and
-    -ed/-ing/-er/-est.
-    """
-    if token == lemma:
-        return True
-    if len(lemma) < 4:
-        return False
-    stems = {lemma, lemma[:-1]} if lemma[-1] in "ye" else {lemma}
-    for stem in stems:
-        if not token.startswith(stem) or token == stem:
-            continue
-        rest = token[len(stem) :]
-        if rest in INFLECTIONS or (rest[0] == stem[-1] and rest[1:] in _DOUBLED):
-            return True
-    return False

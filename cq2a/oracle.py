@@ -9,7 +9,6 @@ from cq2a.embeddings import SimilarityPairs
 from cq2a.fanout import parallel_map
 from cq2a.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
-from cq2a.llm.usage import Usage, sum_usage
 from cq2a.models import JudgeVerdict, TestCase, Verdict
 from cq2a.prompts_loader import load_prompt, render_prompt
 
@@ -83,19 +82,18 @@ def compared_form(gold: str, sut: str) -> str:
 
 def judge_answer(
     client: ChatClient, context: str, question: str, gold: str, sut: str
-) -> tuple[JudgeVerdict | None, Usage, str | None]:
+) -> tuple[JudgeVerdict | None, str | None]:
     """Ask the judge (Table II, second row); returns the verdict or the reason there is none."""
     user = render_prompt(
         "judge.user", context=context, question=question, gold_answer=gold, sut_answer=sut
     )
     try:
-        outputs, usage = client.structured(load_prompt("judge.system"), user, JudgeVerdict)
+        (verdict,) = client.structured(load_prompt("judge.system"), user, JudgeVerdict)
     except LLMCallFailed as error:
-        return None, Usage(), f"llm error: {error}"
-    verdict = outputs[0]
+        return None, f"llm error: {error}"
     if isinstance(verdict, Malformed):
-        return None, usage, f"malformed judge output: {verdict.error}"
-    return verdict, usage, None
+        return None, f"malformed judge output: {verdict.error}"
+    return verdict, None
 
 
 def judge_verdicts(
@@ -107,7 +105,7 @@ def judge_verdicts(
     threshold: float,
     judge_threshold: int,
     concurrency: int,
-) -> tuple[list[Verdict], Usage]:
+) -> list[Verdict]:
     """Both stages for every test case; the judge is asked only where stage 1 says inconsistent.
 
     ``sut_answers`` are the SUT's raw answers, kept as they are in the verdicts; ``similarities``
@@ -120,7 +118,7 @@ def judge_verdicts(
     ``--retry-errors``.
     """
 
-    def decide(index: int) -> tuple[Verdict, Usage]:
+    def decide(index: int) -> Verdict:
         case, sut, similarity = cases[index], sut_answers[index], similarities[index]
         exact = same_yes_no(case.answer, sut)
         mismatch = answer_type_mismatch(case.question, case.answer, sut)
@@ -134,33 +132,26 @@ def judge_verdicts(
             "kind": case.kind,
         }
         if mismatch is not None:
-            return Verdict(**base, stage="rule", rule=mismatch, bug=True), Usage()
+            return Verdict(**base, stage="rule", rule=mismatch, bug=True)
         if is_abstention(case.answer) and is_abstention(sut):
             rule = "abstained, and the context does not answer it"
-            return Verdict(**base, stage="rule", rule=rule, bug=False), Usage()
+            return Verdict(**base, stage="rule", rule=rule, bug=False)
         if exact is not None:
-            return Verdict(**base, stage="similarity", bug=not exact), Usage()
+            return Verdict(**base, stage="similarity", bug=not exact)
         if consistent_by_similarity(similarity, threshold):
-            return Verdict(**base, stage="similarity", bug=False), Usage()
-        verdict, usage, problem = judge_answer(
-            client, case.context, case.question, case.answer, sut
-        )
+            return Verdict(**base, stage="similarity", bug=False)
+        verdict, problem = judge_answer(client, case.context, case.question, case.answer, sut)
         if verdict is None:
-            return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False), usage
-        bug = not consistent_by_judge(verdict.score, judge_threshold)
-        return (
-            Verdict(
-                **base,
-                stage="judge",
-                judge_score=verdict.score,
-                judge_explanation=verdict.explanation,
-                bug=bug,
-            ),
-            usage,
+            return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False)
+        return Verdict(
+            **base,
+            stage="judge",
+            judge_score=verdict.score,
+            judge_explanation=verdict.explanation,
+            bug=not consistent_by_judge(verdict.score, judge_threshold),
         )
 
-    results = parallel_map(decide, range(len(cases)), concurrency)
-    return [verdict for verdict, _ in results], sum_usage(usage for _, usage in results)
+    return parallel_map(decide, range(len(cases)), concurrency)
 
 
 def oracle_verdicts(
@@ -172,11 +163,11 @@ def oracle_verdicts(
     threshold: float,
     judge_threshold: int,
     concurrency: int,
-) -> tuple[list[Verdict], Usage]:
+) -> list[Verdict]:
     """The two-stage oracle over the SUT's answers: each answer's ``compared_form`` against
     the gold by similarity, then ``judge_verdicts``."""
     if not cases:
-        return [], Usage()
+        return []
     compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
     similarities = similarity_pairs(compared, [c.answer for c in cases])
     return judge_verdicts(
@@ -209,35 +200,29 @@ PROBE_DIFFERENT = "Iceland"
 PROBE_EQUIVALENT = "the region of Normandy"
 
 
-def probe_judge(client: ChatClient, judge_threshold: int) -> tuple[ProbeResult, Usage]:
+def probe_judge(client: ChatClient, judge_threshold: int) -> ProbeResult:
     """Ask the judge one plainly wrong and one equivalent answer before a run (III-D).
 
     A small local judge can score "Iceland" against gold "Normandy" 100/100; a run whose judge
     fails this probe reports bugs that cannot be trusted, so callers warn and record it.
     """
-    different, usage_a, problem_a = judge_answer(
+    different, problem_a = judge_answer(
         client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_DIFFERENT
     )
-    equivalent, usage_b, problem_b = judge_answer(
+    equivalent, problem_b = judge_answer(
         client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_EQUIVALENT
     )
-    usage = usage_a + usage_b
     if different is None or equivalent is None:
         detail = problem_a or problem_b or "no verdict"
-        return ProbeResult(
-            passed=False, different_score=None, equivalent_score=None, detail=detail
-        ), usage
+        return ProbeResult(passed=False, different_score=None, equivalent_score=None, detail=detail)
     passed = different.score < judge_threshold <= equivalent.score
     detail = (
         f"'{PROBE_DIFFERENT}' vs gold '{PROBE_GOLD}' scored {different.score}; "
         f"'{PROBE_EQUIVALENT}' scored {equivalent.score} (threshold {judge_threshold})"
     )
-    return (
-        ProbeResult(
-            passed=passed,
-            different_score=different.score,
-            equivalent_score=equivalent.score,
-            detail=detail,
-        ),
-        usage,
+    return ProbeResult(
+        passed=passed,
+        different_score=different.score,
+        equivalent_score=equivalent.score,
+        detail=detail,
     )

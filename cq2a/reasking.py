@@ -1,7 +1,10 @@
 """Re-asking (III-C2 step 1): the LLM answers a generated question several times in context,
-and the majority answer is kept."""
+and the majority answer is kept. ``reask_round`` is the graph's step: every candidate waiting
+for it, re-asked in parallel."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from cq2a.answers import (
     align_to_context,
@@ -10,9 +13,9 @@ from cq2a.answers import (
     normalize_answer,
     strip_restated_question,
 )
-from cq2a.candidates import with_attempt
+from cq2a.candidates import at_step, with_attempt
+from cq2a.fanout import parallel_map
 from cq2a.llm.client import ChatClient, LLMCallFailed
-from cq2a.llm.usage import Usage
 from cq2a.models import Answer, AnswerKind, Candidate, Context
 from cq2a.prompts_loader import load_prompt, render_prompt
 
@@ -26,7 +29,7 @@ def reask_prompt(answer: Answer) -> str:
 
 def reask(
     client: ChatClient, context: Context, candidate: Candidate, votes: int, seed_offset: int
-) -> tuple[Candidate, Usage]:
+) -> Candidate:
     """Ask the LLM the question ``votes`` times (Table II) and keep the majority answer; the
     candidate then goes on to be compared with its gold answer.
 
@@ -34,11 +37,11 @@ def reask(
     the error recorded."""
     user = render_prompt("reask.user", context=context.context, question=candidate.current.question)
     try:
-        completion = client.text(
+        texts = client.text(
             load_prompt(reask_prompt(candidate.answer)), user, n=votes, seed_offset=seed_offset
         )
     except LLMCallFailed as error:
-        return candidate.model_copy(update={"error": str(error)}), Usage()
+        return candidate.model_copy(update={"error": str(error)})
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
     # sentence that restates the question is cut to the words it adds.
@@ -49,14 +52,29 @@ def reask(
                 strip_restated_question(normalize_answer(text), question), context.context
             )
         )
-        for text in completion.texts
+        for text in texts
     ]
     winner, count = majority_vote(answers)
     voted = with_attempt(
         candidate,
-        raw_votes=completion.texts,
+        raw_votes=texts,
         votes=answers,
         majority_answer=winner,
         majority_count=count,
     )
-    return voted.model_copy(update={"error": None, "next_step": "compare"}), completion.usage
+    return voted.model_copy(update={"error": None, "next_step": "compare"})
+
+
+def reask_round(
+    client: ChatClient,
+    context: Context,
+    candidates: Sequence[Candidate],
+    votes: int,
+    concurrency: int,
+) -> list[Candidate]:
+    """Re-ask every candidate waiting for it, up to ``concurrency`` at once; returns them."""
+
+    def ask(candidate: Candidate) -> Candidate:
+        return reask(client, context, candidate, votes, len(candidate.attempts))
+
+    return parallel_map(ask, at_step(candidates, "reask"), concurrency)

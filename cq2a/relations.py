@@ -6,9 +6,9 @@ import re
 
 from pydantic import BaseModel, Field
 
-from cq2a.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, same_word, words
+from cq2a.checks import Lemmatizer, lemma_words
+from cq2a.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, words
 from cq2a.llm.client import ChatClient, LLMCallFailed, Malformed
-from cq2a.llm.usage import Usage
 from cq2a.models import (
     Answer,
     AnswerKind,
@@ -73,20 +73,31 @@ def entity_is_nominal(entity: str, context: str, parsed: ParsedContext) -> bool:
     return any(tag in NOMINAL_UPOS for tag in upos) and upos != ["PRON"]
 
 
-def relation_verb(relation: str, parsed: ParsedContext) -> tuple[Sentence, Token] | None:
-    """III-A2 rule 2: the relation is a lexical verb of the context; returns where it occurs."""
-    relation_words = [w for w in words(relation) if w not in NON_LEXICAL_VERBS]
+def relation_verb(
+    relation: str, parsed: ParsedContext, lemmatize: Lemmatizer
+) -> tuple[Sentence, Token] | None:
+    """III-A2 rule 2: the relation is a lexical verb of the context; returns where it occurs.
+
+    A context verb matches when its form or its lemma is a word of the relation or one of the
+    relation's lemmas (the parser's lemmatizer, as the III-C1 checks use it): "conquer" and
+    "conquered" both find "conquered". The relation is lemmatized out of any sentence, so its
+    own forms count too."""
+    relation_words = (set(words(relation)) | set(lemma_words(relation, lemmatize))) - (
+        NON_LEXICAL_VERBS
+    )
     for sentence in parsed.sentences:
         for token in sentence.tokens:
-            if token.upos != "VERB" or token.lemma.lower() in NON_LEXICAL_VERBS:
+            lemma = token.lemma.lower()
+            if token.upos != "VERB" or lemma in NON_LEXICAL_VERBS:
                 continue
-            surface, lemma = token.text.lower(), token.lemma.lower()
-            if any(w == surface or same_word(w, lemma) for w in relation_words):
+            if token.text.lower() in relation_words or lemma in relation_words:
                 return sentence, token
     return None
 
 
-def triple_rejection(triple: ProposedTriple, context: str, parsed: ParsedContext) -> str | None:
+def triple_rejection(
+    triple: ProposedTriple, context: str, parsed: ParsedContext, lemmatize: Lemmatizer
+) -> str | None:
     """Why a proposed triple is dropped, or None when it passes every III-A2 filter."""
     if normalise_space(triple.subject) == normalise_space(triple.object):
         return "identical entities"
@@ -94,13 +105,17 @@ def triple_rejection(triple: ProposedTriple, context: str, parsed: ParsedContext
         return "entity missing from context or explanation"
     if not all(entity_is_nominal(e, context, parsed) for e in (triple.subject, triple.object)):
         return "entity is not a noun phrase"
-    if relation_verb(triple.relation, parsed) is None:
+    if relation_verb(triple.relation, parsed, lemmatize) is None:
         return "relation is not a lexical verb of the context"
     return None
 
 
 def relation_answers(
-    proposed: list[ProposedTriple], context_id: str, context: str, parsed: ParsedContext
+    proposed: list[ProposedTriple],
+    context_id: str,
+    context: str,
+    parsed: ParsedContext,
+    lemmatize: Lemmatizer,
 ) -> tuple[list[Answer], list[tuple[ProposedTriple, str]]]:
     """Filtered triples as relation answers, and the dropped ones with their reasons."""
     answers: list[Answer] = []
@@ -108,12 +123,16 @@ def relation_answers(
     seen: set[str] = set()
     for triple in proposed:
         key = "|".join(normalise_space(p) for p in (triple.subject, triple.relation, triple.object))
-        reason = "duplicate triple" if key in seen else triple_rejection(triple, context, parsed)
+        reason = (
+            "duplicate triple"
+            if key in seen
+            else triple_rejection(triple, context, parsed, lemmatize)
+        )
         seen.add(key)
         if reason is not None:
             dropped.append((triple, reason))
             continue
-        found = relation_verb(triple.relation, parsed)
+        found = relation_verb(triple.relation, parsed, lemmatize)
         assert found is not None  # triple_rejection checked it
         sentence, verb = found
         answers.append(
@@ -143,7 +162,6 @@ class RelationExtraction(BaseModel):
     it has none."""
 
     answers: list[Answer] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
     dropped: list[tuple[ProposedTriple, str]] = Field(
         default_factory=list, description="Proposed triples a filter dropped, with its reason."
     )
@@ -159,18 +177,20 @@ class RelationExtraction(BaseModel):
 
 
 def extract_relations(
-    client: ChatClient, context: Context, parsed: ParsedContext, limit: int
+    client: ChatClient, context: Context, parsed: ParsedContext, lemmatize: Lemmatizer, limit: int
 ) -> RelationExtraction:
     """III-A2: triples proposed by the LLM, kept only when they pass the filters."""
     user = render_prompt("relation_extraction.user", context=context.context, limit=limit)
     try:
-        outputs, usage = client.structured(
+        outputs = client.structured(
             load_prompt("relation_extraction.system"), user, ProposedTriples
         )
     except LLMCallFailed as error:
         return RelationExtraction(error=str(error))
     proposed = outputs[0]
     if isinstance(proposed, Malformed):
-        return RelationExtraction(usage=usage, malformed=proposed.error)
-    answers, dropped = relation_answers(proposed.triples, context.id, context.context, parsed)
-    return RelationExtraction(answers=answers[:limit], usage=usage, dropped=dropped)
+        return RelationExtraction(malformed=proposed.error)
+    answers, dropped = relation_answers(
+        proposed.triples, context.id, context.context, parsed, lemmatize
+    )
+    return RelationExtraction(answers=answers[:limit], dropped=dropped)

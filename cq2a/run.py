@@ -16,6 +16,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -26,10 +27,11 @@ from pydantic import BaseModel
 
 from cq2a import outputs as out
 from cq2a.candidates import test_cases_of
+from cq2a.graph.graph import PER_CONTEXT
 from cq2a.graph.state import merge_by_id, union
 from cq2a.inputs import InputError, read_contexts
 from cq2a.llm.breaker import LLMUnavailable
-from cq2a.llm.usage import BudgetExceeded, Usage
+from cq2a.llm.usage import BudgetExceeded, Usage, add_usage
 from cq2a.models import Answer, Candidate, Context, Skip, Verdict
 from cq2a.preflight import JudgeProbeFailed, PreflightFailed
 from cq2a.services import release_services, services_for
@@ -184,6 +186,29 @@ class Outcome(BaseModel):
     error: dict[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run is asked to do: its contexts, its settings (with the cache path it uses) and
+    its identity, the fingerprint of both."""
+
+    input_path: str | Path
+    run_dir: Path
+    contexts: list[Context]
+    skipped: list[Skip]
+    settings: Settings
+    run_id: str
+    started: float
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The LangGraph config: the run's thread (its checkpoints) and its limits."""
+        return {
+            "configurable": {"thread_id": self.run_id},
+            "max_concurrency": max(self.settings.concurrency, 2),
+            "recursion_limit": 200 + 20 * len(self.contexts),
+        }
+
+
 def run_pipeline(
     input_path: str | Path,
     run_dir: str | Path,
@@ -198,10 +223,27 @@ def run_pipeline(
     """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir.
 
     Steps: read the input, open the run directory, stream the graph under its checkpointer,
-    write the results from the checkpointed state, write run.json.
+    write the results from the checkpointed state.
     """
+    plan = plan_run(input_path, Path(run_dir), settings, limit)
+    open_run_dir(plan, resume=resume, retry_errors=retry_errors, force=force)
+    estimate = None if resume or retry_errors else run_estimate(plan.contexts, plan.settings)
+    announce(plan, estimate, on_event)
+    with open_checkpointed_graph(plan.run_dir) as graph:
+        if resume:
+            check_resumable(graph, plan)
+        outcome = stream_run(graph, plan, resume=resume, on_event=on_event)
+        values = checkpointed_values(graph, plan.config)
+    release_services(plan.run_id)
+    return write_run(plan, outcome, values, estimate)
+
+
+def plan_run(
+    input_path: str | Path, run_dir: Path, settings: Settings, limit: int | None
+) -> RunPlan:
+    """Read the input (its first ``limit`` usable contexts); the LLM cache defaults to the run
+    directory's."""
     started = time.time()
-    run_dir = Path(run_dir)
     contexts, skipped = read_contexts(input_path, settings.max_context_chars)
     if limit is not None:
         contexts = contexts[:limit]
@@ -212,55 +254,62 @@ def run_pipeline(
     if settings.cache_path is None:
         settings = settings.model_copy(update={"cache_path": str(run_dir / out.LLM_CACHE)})
     run_id = fingerprint(contexts, settings)
+    return RunPlan(input_path, run_dir, contexts, skipped, settings, run_id, started)
+
+
+def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool) -> None:
+    """Check that this run may use its directory and prepare it; no earlier run's services
+    stay open."""
     if retry_errors and resume:
         raise RunDirError(
             "--resume continues a stopped run and --retry-errors re-runs a finished one: pass one"
         )
     if retry_errors:
-        check_retryable(run_dir, run_id, settings)
-    prepare_run_dir(run_dir, run_id, resume=resume, force=force)
+        check_retryable(plan.run_dir, plan.run_id, plan.settings)
+    prepare_run_dir(plan.run_dir, plan.run_id, resume=resume, force=force)
     release_services()
-    config = {
-        "configurable": {"thread_id": run_id},
-        "max_concurrency": max(settings.concurrency, 2),
-        "recursion_limit": 200 + 20 * len(contexts),
-    }
-    estimate = None if resume or retry_errors else run_estimate(contexts, settings)
-    if on_event is not None:
-        on_event({"event": "run_started", "contexts": len(contexts), "skipped": len(skipped)})
-        if estimate is not None:
-            on_event({"event": "run_estimate", **estimate})
-    with open_checkpointed_graph(run_dir) as graph:
-        if resume and not graph.get_state(config).values:
-            raise RunDirError(
-                f"nothing to resume in {run_dir} for this input and these settings: the "
-                "interrupted run used others; rerun it with the same input and settings, "
-                "or start afresh without --resume"
-            )
-        outcome = stream_run(
-            graph, config, settings, None if resume else {"contexts": contexts}, run_dir, on_event
+
+
+def announce(plan: RunPlan, estimate: dict[str, Any] | None, on_event: EventHandler | None) -> None:
+    """Tell the caller what the run is about to do, and the estimate of what it will spend."""
+    if on_event is None:
+        return
+    on_event({"event": "run_started", "contexts": len(plan.contexts), "skipped": len(plan.skipped)})
+    if estimate is not None:
+        on_event({"event": "run_estimate", **estimate})
+
+
+def check_resumable(graph: Any, plan: RunPlan) -> None:
+    if not graph.get_state(plan.config).values:
+        raise RunDirError(
+            f"nothing to resume in {plan.run_dir} for this input and these settings: the "
+            "interrupted run used others; rerun it with the same input and settings, "
+            "or start afresh without --resume"
         )
-        values = checkpointed_values(graph, config)
-    release_services(run_id)
-    counts = write_results(run_dir, values, contexts, skipped)
+
+
+def write_run(
+    plan: RunPlan, outcome: Outcome, values: dict[str, Any], estimate: dict[str, Any] | None
+) -> RunSummary:
+    """Write the results and run.json from the checkpointed state; the run's summary."""
+    counts = write_results(plan.run_dir, values, plan.contexts, plan.skipped)
     if outcome.status == "finished" and unsettled(counts):
         outcome = Outcome(
             status="incomplete",
             message=f"{unsettled(counts)} slots, relation extractions or verdicts were left "
             "unsettled by failed LLM calls",
         )
-    outcome.message = with_next_step(outcome, input_path, run_dir)
+    outcome.message = with_next_step(outcome, plan.input_path, plan.run_dir)
     usage = values.get("usage") or Usage()
-    record = run_record(run_id, input_path, settings, started, outcome, counts, usage, values)
-    record["skipped"] = [s.model_dump() for s in skipped]
+    record = run_record(plan, outcome, counts, usage, values)
     if estimate is not None:
         from cq2a.estimate import estimate_error
 
         record["estimate"] = estimate_error(estimate, usage.total_tokens)
-    record["repaired"] = [{"id": c.id, "note": c.note} for c in contexts if c.note]
-    out.write_json(run_dir / out.RUN, record)
+    record["repaired"] = [{"id": c.id, "note": c.note} for c in plan.contexts if c.note]
+    out.write_json(plan.run_dir / out.RUN, record)
     return RunSummary(
-        run_dir=str(run_dir),
+        run_dir=str(plan.run_dir),
         status=outcome.status,
         message=outcome.message,
         counts=counts,
@@ -297,30 +346,26 @@ def open_checkpointed_graph(run_dir: Path) -> Iterator[Any]:
 
 
 def stream_run(
-    graph: Any,
-    config: dict[str, Any],
-    settings: Settings,
-    inputs: dict[str, Any] | None,
-    run_dir: Path,
-    on_event: EventHandler | None,
+    graph: Any, plan: RunPlan, *, resume: bool, on_event: EventHandler | None
 ) -> Outcome:
     """Stream the graph, writing trace events and finished contexts as they come.
 
     Nothing raised here loses work: a stop or any other error is returned as the outcome, and
     the caller writes every file from what the checkpointer holds."""
-    with (run_dir / out.TRACE).open("a", encoding="utf-8") as trace_file:
+    config = plan.config
+    with (plan.run_dir / out.TRACE).open("a", encoding="utf-8") as trace_file:
         tracer = structlog.wrap_logger(
             structlog.WriteLogger(trace_file),
             processors=[structlog.processors.JSONRenderer(default=str)],
         )
         try:
-            if inputs is None:  # a resumed run's cap covers what it spent before
+            if resume:  # a resumed run's cap covers what it spent before
                 spent = checkpointed_values(graph, config).get("usage") or Usage()
-                services_for(settings, config["configurable"]["thread_id"]).llm.meter.record(spent)
+                services_for(plan.settings, plan.run_id).llm.meter.record(spent)
             for namespace, mode, chunk in graph.stream(
-                inputs,
+                None if resume else {"contexts": plan.contexts},
                 config,
-                context=settings,
+                context=plan.settings,
                 stream_mode=["custom", "updates"],
                 subgraphs=True,
             ):
@@ -328,8 +373,8 @@ def stream_run(
                     tracer.msg(**chunk)
                     if on_event is not None:
                         on_event(chunk)
-                elif not namespace and isinstance(chunk, dict) and "context" in chunk:
-                    save_partial(run_dir, chunk["context"] or {})
+                elif not namespace and isinstance(chunk, dict) and PER_CONTEXT in chunk:
+                    save_partial(plan.run_dir, chunk[PER_CONTEXT] or {})
         except STOP_ERRORS as error:
             reason = str(error) or "interrupted"
             return Outcome(status="stopped", message=reason)
@@ -364,8 +409,7 @@ def checkpointed_values(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
             for key in ("answers", "candidates", "skipped"):
                 values[key] = merge_by_id(values.get(key), part.get(key))
             values["finished"] = union(values.get("finished"), part.get("finished"))
-            if part.get("usage") is not None:
-                values["usage"] = (values.get("usage") or Usage()) + part["usage"]
+            values["usage"] = add_usage(values.get("usage"), part.get("usage"))
     return values
 
 
@@ -412,26 +456,19 @@ def with_next_step(outcome: Outcome, input_path: str | Path, run_dir: Path) -> s
 
 
 def run_record(
-    run_id: str,
-    input_path: str | Path,
-    settings: Settings,
-    started: float,
-    outcome: Outcome,
-    counts: dict[str, Any],
-    usage: Usage,
-    values: dict[str, Any],
+    plan: RunPlan, outcome: Outcome, counts: dict[str, Any], usage: Usage, values: dict[str, Any]
 ) -> dict[str, Any]:
     """run.json: what ran, with what, how it ended, and what it produced."""
-    finished = time.time()
+    settings, finished = plan.settings, time.time()
     return {
-        "run_id": run_id,
+        "run_id": plan.run_id,
         "status": outcome.status,
         "message": outcome.message,
         "error": outcome.error,
-        "input": str(input_path),
-        "started": datetime.fromtimestamp(started, UTC).isoformat(),
+        "input": str(plan.input_path),
+        "started": datetime.fromtimestamp(plan.started, UTC).isoformat(),
         "finished": datetime.fromtimestamp(finished, UTC).isoformat(),
-        "seconds": round(finished - started, 2),
+        "seconds": round(finished - plan.started, 2),
         "seed": settings.seed,
         "models": {
             "generator": settings.generator.model,
@@ -446,6 +483,7 @@ def run_record(
         "counts": counts,
         "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
         "judge_probe": _dump(values.get("judge_probe")),
+        "skipped": [s.model_dump() for s in plan.skipped],
     }
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from cq2a import outputs as out
 from cq2a.llm.breaker import LLMUnavailable
-from cq2a.llm.usage import BudgetExceeded, Usage
+from cq2a.llm.usage import BudgetExceeded, Usage, tally_usage
 from cq2a.models import TestCase, Verdict
 from cq2a.oracle import oracle_verdicts
 from cq2a.services import Services, release_services, services_for
@@ -35,16 +35,16 @@ class SuiteError(ValueError):
     """The suite or a previous directory cannot be read; the message says which line and why."""
 
 
-def evaluate_cases(services: Services, cases: list[TestCase]) -> tuple[list[Verdict], Usage]:
+def evaluate_cases(services: Services, cases: list[TestCase]) -> list[Verdict]:
     """III-D: the software under test answers every test in batches, then the two-stage oracle
     decides; each verdict says whether the SUT saw its whole input (an adapter with a window
     reports what it cut)."""
     if not cases:
-        return [], Usage()
+        return []
     settings = services.settings
     queries = [SUTQuery(question=case.question, context=case.context) for case in cases]
     sut_answers = answer_within(services.sut, queries, settings.sut)
-    verdicts, usage = oracle_verdicts(
+    verdicts = oracle_verdicts(
         services.llm.judge,
         cases,
         sut_answers,
@@ -59,7 +59,7 @@ def evaluate_cases(services: Services, cases: list[TestCase]) -> tuple[list[Verd
             v.model_copy(update={"sut_input_truncated": flag})
             for v, flag in zip(verdicts, flags, strict=True)
         ]
-    return verdicts, usage
+    return verdicts
 
 
 #: The first line of an exported suite file says what it is and where its tests come from.
@@ -277,10 +277,10 @@ def run_suite(
     release_services()
     status, message, error = "finished", "", None
     verdicts: list[Verdict] = []
-    usage = Usage()
     again = "run the same command with --retry-errors"
     try:
-        verdicts, usage = evaluate_cases(services_for(settings, run_key), todo)
+        with tally_usage() as tally:
+            verdicts = evaluate_cases(services_for(settings, run_key), todo)
     except STOP_ERRORS as stop:
         status, message = "stopped", f"{stop or 'interrupted'}; once fixed, {again}"
     except Exception as failure:
@@ -295,7 +295,7 @@ def run_suite(
         release_services(run_key)
     by_id = {v.test_id: v for v in [*kept, *verdicts]}
     verdicts = [by_id[case.id] for case in cases if case.id in by_id]
-    usage = spent + usage
+    usage = spent + tally.total
     counts = suite_counts(cases, verdicts)
     if status == "finished" and counts["unjudged"]:
         status = "incomplete"

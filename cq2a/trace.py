@@ -1,7 +1,8 @@
 """Per-context trace events, sent to the graph's custom stream.
 
-Every event is a ``TraceEvent``: ``event`` names its type, the other fields are set as the
-type needs them. ``cq2a run`` writes every event to ``trace.jsonl`` through structlog and
+Only the nodes emit them (``cq2a.nodes._events``), from the records the domain functions
+return. Every event is a ``TraceEvent``: ``event`` names its type, the other fields are set as
+the type needs them. ``cq2a run`` writes every event to ``trace.jsonl`` through structlog and
 ``--follow`` prints them live; ``graph.stream(..., stream_mode="custom", subgraphs=True)``
 yields them to Python callers. Outside a graph run, events go to structlog directly.
 
@@ -9,14 +10,16 @@ yields them to Python callers. Outside a graph run, events go to structlog direc
 |---|---|
 | ``judge_probe`` | passed, detail |
 | ``stage_started`` | context_id, stage, round (generate) / counts (evaluate) |
-| ``stage_finished`` | context_id, stage, counts, usage (LLM requests, cached, tokens), seconds |
+| ``stage_finished`` | context_id, stage, counts (this round's work), usage, seconds |
 | ``triple_dropped`` | context_id, triple, reason (a III-A2 filter) |
 | ``relations_failed``, ``relations_malformed`` | context_id, error |
 | ``sentence_skipped`` | context_id, sentence_index, tokens, reason |
 | ``candidate_rejected`` | context_id, candidate_id, stage, reasons, final (no attempts left) |
 | ``candidate_accepted`` | context_id, candidate_id, stage, majority, similarity, final |
 | ``context_finished`` | context_id, counts (answers, accepted, rejected) |
-"""
+
+``usage`` is the stage's LLM traffic (requests, cached choices, tokens; 0 for a stage that asks
+none). A candidate is rejected at ``generate`` when the model wrote it no question."""
 
 from __future__ import annotations
 

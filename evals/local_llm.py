@@ -29,15 +29,15 @@ import os
 import re
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from cq2a.fanout import parallel_map
 from cq2a.generation import GeneratedQuestions, blank_out
 from cq2a.llm.catalog import ensure_model
 from cq2a.llm.client import ChatClient, Endpoint, forget_n_support
 from cq2a.llm.local_server import LocalLLMServer, model_alias, server_binary
-from cq2a.llm.usage import Usage
+from cq2a.llm.usage import Usage, tally_usage
 from cq2a.models import JudgeVerdict
 from cq2a.prompts_loader import load_prompt, render_prompt
 from cq2a.settings import DEFAULT_LOCAL_MODEL, LOCAL_CONTEXT_WINDOW, LLMSpec, Settings
@@ -97,11 +97,16 @@ def workload(
 
 
 def send(client: ChatClient, item: tuple[str, str, str, str], votes: int) -> Usage:
+    """One workload item's request; returns what it used."""
     kind, system, user, _ = item
-    if kind == "reask":
-        return client.text(system, user, n=votes).usage
-    schema = GeneratedQuestions if kind == "generation" else JudgeVerdict
-    return client.structured(system, user, schema)[1]
+    with tally_usage() as tally:
+        if kind == "reask":
+            client.text(system, user, n=votes)
+        else:
+            client.structured(
+                system, user, GeneratedQuestions if kind == "generation" else JudgeVerdict
+            )
+    return tally.total
 
 
 def metrics(server: LocalLLMServer) -> dict[str, float]:
@@ -141,17 +146,17 @@ def run_workload(
         client.text("Reply with one word.", "Warm up.", n=1)  # load pages, fill caches
         before = metrics(server)
         started = time.perf_counter()
-        if parallel:  # stage by stage, as the graph runs a context: each stage's requests at once
-            usages = []
-            for kind in ("generation", "reask", "judge"):
-                stage = [item for item in items if item[0] == kind]
-                with ThreadPoolExecutor(max_workers=len(stage)) as pool:
-                    usages += list(pool.map(lambda item: send(client, item, votes), stage))
-        else:
-            usages = [send(client, item, votes) for item in items]
+        with tally_usage() as tally:
+            if parallel:  # stage by stage, as the graph runs a context: a stage's requests at once
+                for kind in ("generation", "reask", "judge"):
+                    stage = [item for item in items if item[0] == kind]
+                    parallel_map(lambda item: send(client, item, votes), stage, len(stage))
+            else:
+                for item in items:
+                    send(client, item, votes)
         wall = time.perf_counter() - started
         after = metrics(server)
-    total = sum(usages, Usage())
+    total = tally.total
     return {
         "slots": slots,
         "wall_s": round(wall, 1),
@@ -180,10 +185,10 @@ def votes_seconds(
         for _, system, user, _ in reasks:
             together.text(system, user, n=1)
         started = time.perf_counter()
-        one = [together.text(s, u, n=votes).usage for _, s, u, _ in reasks]
+        one = [send(together, item, votes) for item in reasks]
         one_s = time.perf_counter() - started
         started = time.perf_counter()
-        five = [apart.text(s, u, n=votes).usage for _, s, u, _ in reasks]
+        five = [send(apart, item, votes) for item in reasks]
         five_s = time.perf_counter() - started
     return {
         "questions": len(reasks),

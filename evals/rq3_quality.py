@@ -142,7 +142,7 @@ def rate_naturalness(judge: ChatClient, case: TestCase) -> Naturalness | None:
     user = render_prompt(
         "naturalness.user", context=case.context, question=case.question, answer=case.answer
     )
-    replies, _ = judge.structured(load_prompt("naturalness.system"), user, Naturalness)
+    replies = judge.structured(load_prompt("naturalness.system"), user, Naturalness)
     return None if isinstance(replies[0], Malformed) else replies[0]
 
 
@@ -151,7 +151,7 @@ def llm_coverage(judge: ChatClient, cases: list[TestCase]) -> float | None:
     context = cases[0].context
     numbered = "\n".join(f"{i}. {case.question}" for i, case in enumerate(cases, 1))
     user = render_prompt("coverage.user", context=context, questions=numbered)
-    replies, _ = judge.structured(load_prompt("coverage.system"), user, CoverageMatches)
+    replies = judge.structured(load_prompt("coverage.system"), user, CoverageMatches)
     if isinstance(replies[0], Malformed):
         return None
     spans = [span for m in replies[0].matches if (span := locate(m.segment, context))]

@@ -113,7 +113,7 @@ def filter_outcome(services: Services, item: HumanQuestion, gold: str) -> dict[s
     candidate = Candidate(
         id=f"{answer.id}:q0", context_id=item.context.id, answer=answer, slot=0, attempts=[attempt]
     )
-    voted, _ = reask(services.llm.reasker, item.context, candidate, settings.votes, seed_offset=1)
+    voted = reask(services.llm.reasker, item.context, candidate, settings.votes, seed_offset=1)
     (compared,) = compare_with_gold(
         [voted], services.embedder.similarity_pairs, services.consistency_threshold
     )
@@ -150,7 +150,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
     sut = [answer for _, _, answer in cases]
     compared = [compared_form(gold, answer) for _, gold, answer in cases]
     similarities = services.embedder.similarity_pairs(compared, [gold for _, gold, _ in cases])
-    verdicts, _ = judge_verdicts(
+    verdicts = judge_verdicts(
         services.llm.judge,
         tests,
         sut,
@@ -171,12 +171,12 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
         answers = extract_context(services, context).answers
         for answer in answers[:answers_per_context]:
             slots = new_slots(answer, settings.questions_per_entity)
-            filled, _ = generate_questions(
+            filled = generate_questions(
                 services.llm.generator, answer, context, slots, seed_offset=0
             )
             asked = [c for c in filled if c.attempts and c.current.question]
             for candidate in asked:
-                voted, _ = reask(
+                voted = reask(
                     services.llm.reasker, context, candidate, settings.votes, seed_offset=1
                 )
                 (compared,) = compare_with_gold(

@@ -24,6 +24,10 @@ from cq2a.nodes.probe import probe
 from cq2a.nodes.reask import reask
 from cq2a.settings import Settings
 
+#: The node that runs one context's subgraph. It keeps the name it has always had: a checkpoint
+#: of an interrupted run names its pending branches by it, and ``--resume`` must find them.
+PER_CONTEXT = "context"
+
 
 def route_after_extract(state: ContextState) -> str:
     return "generate" if state.get("answers") else END
@@ -51,7 +55,7 @@ def fan_out_contexts(state: RunState) -> list[Send] | str:
     if not contexts:
         return "evaluate"
     # Callers over the LangGraph API send plain dicts; the branches get typed records.
-    return [Send("context", {"context": Context.model_validate(c)}) for c in contexts]
+    return [Send(PER_CONTEXT, {"context": Context.model_validate(c)}) for c in contexts]
 
 
 def build_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, Any, Any]:
@@ -60,11 +64,11 @@ def build_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, A
         RunState, input_schema=RunInput, output_schema=RunOutput, context_schema=Settings
     )
     builder.add_node("probe", probe)
-    builder.add_node("context", build_context_graph())
+    builder.add_node(PER_CONTEXT, build_context_graph())
     builder.add_node("evaluate", evaluate)
     builder.add_edge(START, "probe")
-    builder.add_conditional_edges("probe", fan_out_contexts, ["context", "evaluate"])
-    builder.add_edge("context", "evaluate")
+    builder.add_conditional_edges("probe", fan_out_contexts, [PER_CONTEXT, "evaluate"])
+    builder.add_edge(PER_CONTEXT, "evaluate")
     builder.add_edge("evaluate", END)
     return builder.compile(checkpointer=checkpointer, name="cq2a")
 

@@ -1,4 +1,5 @@
-"""What every node needs: the run's settings and services."""
+"""What every node needs: the run's services, built from the settings LangGraph passes as the
+runtime context (``graph.invoke(..., context=settings)``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from cq2a.settings import Settings
 
 def services(runtime: Runtime[Settings]) -> Services:
     """The services of this run, keyed by the thread id so runs do not share a spending meter."""
+    settings = runtime.context
     try:
         run_key = str(get_config().get("configurable", {}).get("thread_id", "default"))
     except RuntimeError:
         run_key = "default"
-    return services_for(runtime.context, run_key)
+    return services_for(settings, run_key)

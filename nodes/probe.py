@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from cq2a.graph.state import RunState
+from cq2a.llm.usage import tally_usage
 from cq2a.nodes._runtime import services
 from cq2a.oracle import probe_judge
 from cq2a.preflight import JudgeProbeFailed, run_preflight
@@ -20,11 +21,12 @@ def probe(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
         run_preflight(run)
     if not run.settings.probe_judge:
         return {"judge_probe": None}
-    result, usage = probe_judge(run.llm.judge, run.settings.judge_threshold)
+    with tally_usage() as tally:
+        result = probe_judge(run.llm.judge, run.settings.judge_threshold)
     emit("judge_probe", passed=result.passed, detail=result.detail)
     if not result.passed:
         raise JudgeProbeFailed(
             f"judge probe failed: {result.detail}. Bugs this judge reports cannot be trusted: "
             "use a stronger judge model, or pass --no-judge-probe to run anyway"
         )
-    return {"judge_probe": result, "usage": usage}
+    return {"judge_probe": result, "usage": tally.total}

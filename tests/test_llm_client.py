@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import threading
 
-from cq2a.llm.client import ChatClient, Endpoint, Slots, resolve_endpoint
+import pytest
+from pydantic import BaseModel
+
+from cq2a.fanout import parallel_map
+from cq2a.llm.cache import LLMCache
+from cq2a.llm.client import (
+    ChatClient,
+    Endpoint,
+    LLMCallFailed,
+    Malformed,
+    Slots,
+    parse_structured,
+    resolve_endpoint,
+)
 from cq2a.llm.local_server import LocalLLMServer
+from cq2a.llm.usage import Usage, tally_usage
+from cq2a.services import release_services
 from cq2a.settings import LLMSpec, Settings
-from cq2a.testing.scripted_server import ChatRequest, ScriptedLLMServer
+from cq2a.testing.scripted_server import ChatRequest, FaultPlan, ScriptedLLMServer
 
 
 def _seeded(request: ChatRequest, index: int) -> str:
@@ -25,8 +40,8 @@ def _client(server: ScriptedLLMServer, slots: int | None, **settings: object) ->
 
 def test_votes_beyond_the_slots_go_as_several_n_requests_with_consecutive_seeds():
     with ScriptedLLMServer(_seeded, slots=2) as server:
-        completion = _client(server, slots=2).text("system", "user", n=5)
-    assert completion.texts == [f"seed {7 + i}" for i in range(5)]
+        texts = _client(server, slots=2).text("system", "user", n=5)
+    assert texts == [f"seed {7 + i}" for i in range(5)]
     assert [(r.n, r.body["seed"], r.status) for r in server.requests] == [
         (2, 7, 200),
         (2, 9, 200),
@@ -36,8 +51,8 @@ def test_votes_beyond_the_slots_go_as_several_n_requests_with_consecutive_seeds(
 
 def test_a_server_with_as_many_slots_as_votes_answers_them_in_one_request():
     with ScriptedLLMServer(_seeded, slots=5) as server:
-        completion = _client(server, slots=5).text("system", "user", n=5)
-    assert len(completion.texts) == 5 and len(set(completion.texts)) == 5
+        texts = _client(server, slots=5).text("system", "user", n=5)
+    assert len(texts) == 5 and len(set(texts)) == 5
     assert [r.n for r in server.requests] == [5]
 
 
@@ -92,3 +107,45 @@ def test_a_compatible_llama_cpp_server_is_known_by_its_slots():
     with ScriptedLLMServer(_seeded) as plain:
         spec = LLMSpec(backend="compatible", base_url=plain.base_url, model="m")
         assert resolve_endpoint(spec) == Endpoint(plain.base_url, None)
+
+
+class Colour(BaseModel):
+    name: str
+
+
+def test_structured_output_may_come_fenced_but_not_truncated():
+    assert parse_structured('```json\n{"name": "red"}\n```', Colour) == Colour(name="red")
+    assert parse_structured(' {"name": "red"} ', Colour) == Colour(name="red")
+    truncated = parse_structured('{"name": "re', Colour)
+    assert isinstance(truncated, Malformed) and truncated.raw == '{"name": "re'
+    assert isinstance(parse_structured('{"colour": "red"}', Colour), Malformed)
+
+
+@pytest.mark.parametrize("fault", ["empty_choices", "malformed"])
+def test_an_unusable_reply_is_sent_again_llm_retries_times_then_fails_the_call(fault):
+    release_services()  # a fresh breaker for this server
+    with ScriptedLLMServer(_seeded, faults=FaultPlan(rate=1.0, kinds=[fault])) as server:
+        client = _client(server, slots=None, llm_retries=2, breaker_failures=5)
+        with pytest.raises(LLMCallFailed, match="failed 3 times"):
+            client.text("system", "user")
+        assert [r.fault for r in server.requests] == [fault] * 3
+
+
+def test_usage_is_tallied_across_parallel_map_threads_and_cache_hits(tmp_path):
+    cache = LLMCache(tmp_path / "cache.sqlite")
+    with ScriptedLLMServer(_seeded) as server:
+        spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
+        client = ChatClient(
+            spec, Settings(seed=7), endpoint=Endpoint(server.base_url, None), cache=cache
+        )
+        prompts = [f"user {i}" for i in range(3)]
+        with tally_usage() as outer:
+            with tally_usage() as first:
+                parallel_map(lambda user: client.text("system", user, n=2), prompts, 3)
+            with tally_usage() as replay:
+                parallel_map(lambda user: client.text("system", user, n=2), prompts, 3)
+    cache.close()
+    assert (first.total.requests, first.total.cached) == (3, 0)
+    assert first.total.prompt_tokens > 0
+    assert replay.total == Usage(cached=6)
+    assert outer.total == first.total + replay.total

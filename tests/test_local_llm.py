@@ -22,6 +22,7 @@ from pydantic import BaseModel, SecretStr
 from cq2a.llm import catalog, local_server
 from cq2a.llm.catalog import CatalogModel, ModelChecksumError, ModelPart
 from cq2a.llm.client import ChatClient, Endpoint, forget_n_support
+from cq2a.llm.usage import tally_usage
 from cq2a.settings import LLMSpec, Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -234,16 +235,18 @@ def test_the_native_server_answers_n_choices_in_one_request_and_follows_a_schema
         client = ChatClient(
             spec, Settings(cache_path="off"), endpoint=Endpoint(server.base_url, server.slots)
         )
-        completion = client.text("Answer in a few words.", "Name a colour.", n=3)
-        assert completion.usage.requests == 1 and len(completion.texts) == 3
+        with tally_usage() as tally:
+            texts = client.text("Answer in a few words.", "Name a colour.", n=3)
+        assert tally.total.requests == 1 and len(texts) == 3
         assert client._supports_n() is True
 
         class Colour(BaseModel):
             name: str
             bright: bool
 
-        results, usage = client.structured("Reply in JSON.", "Name a colour.", Colour, n=2)
-        assert usage.requests == 1
+        with tally_usage() as tally:
+            results = client.structured("Reply in JSON.", "Name a colour.", Colour, n=2)
+        assert tally.total.requests == 1
         assert all(isinstance(result, Colour) for result in results), results
     finally:
         local_server.stop_local_servers()

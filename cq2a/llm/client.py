@@ -9,13 +9,15 @@ llama.cpp server). On top of it this module adds what a long, paid run needs:
 * a replayable SQLite cache (``cq2a.llm.cache``) with hit counting;
 * a process-wide cap on requests in flight (a local server's slots, counting each choice as
   one, or ``concurrency`` for remote APIs) and an optional requests-per-second limiter;
-* retries: the OpenAI SDK retries 429 (honouring ``Retry-After``), 5xx and timeouts; this layer
-  also retries malformed bodies and empty choices, and re-asks when structured output fails to
-  parse, then reports ``Malformed`` instead of raising;
+* retries, one layer per failure: the OpenAI SDK retries 429 (honouring ``Retry-After``), 5xx
+  and timeouts; tenacity retries the replies the SDK lets through without a usable choice
+  (malformed bodies, empty choices); structured output that fails to parse is re-asked with new
+  seeds, then reported as ``Malformed`` instead of raising;
 * a circuit breaker per endpoint (``cq2a.llm.breaker``): one failed call is ``LLMCallFailed``
   (the slot keeps the error and waits for the next round), a run of them is
   ``LLMUnavailable``, which stops the run;
-* token accounting and the spending cap (``cq2a.llm.usage``).
+* token accounting (each reply and cache hit counted once, into the open ``tally_usage``
+  blocks) and the spending cap (``cq2a.llm.usage``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,11 +33,13 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
+from langchain_core.utils.json import parse_json_markdown
 from pydantic import BaseModel, ValidationError
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from cq2a.llm.breaker import LLMUnavailable, breaker_for
+from cq2a.llm.breaker import CircuitBreaker, LLMUnavailable, breaker_for
 from cq2a.llm.cache import LLMCache, cache_key
-from cq2a.llm.usage import BudgetExceeded, SpendingMeter, Usage
+from cq2a.llm.usage import BudgetExceeded, SpendingMeter, Usage, count_usage
 from cq2a.settings import LLMSpec, Settings
 
 T = TypeVar("T", bound=BaseModel)
@@ -66,6 +69,11 @@ class LLMCallFailed(RuntimeError):
     """A request failed after every retry; the message says why and what to try."""
 
 
+class UnusableReply(Exception):
+    """A reply the SDK accepted that holds no usable choice: a body that is not a completion,
+    or no choices at all."""
+
+
 class Malformed(BaseModel):
     """A structured completion that did not parse into its schema."""
 
@@ -75,6 +83,8 @@ class Malformed(BaseModel):
 
 @dataclass
 class Completion:
+    """What one request returned: its choices, and what it used."""
+
     texts: list[str]
     usage: Usage = field(default_factory=Usage)
 
@@ -238,7 +248,7 @@ class ChatClient:
         client = self.model.root_client.with_options(max_retries=1, timeout=15.0)
         return [model.id for model in client.models.list()]
 
-    def text(self, system: str, user: str, *, n: int = 1, seed_offset: int = 0) -> Completion:
+    def text(self, system: str, user: str, *, n: int = 1, seed_offset: int = 0) -> list[str]:
         """``n`` plain-text completions of one prompt."""
         return self._complete(
             system, user, n=n, seed_offset=seed_offset, response_format=None, cacheable=None
@@ -246,28 +256,31 @@ class ChatClient:
 
     def structured(
         self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
-    ) -> tuple[list[T | Malformed], Usage]:
-        """``n`` completions parsed into ``schema``; unparseable ones are re-asked first."""
+    ) -> list[T | Malformed]:
+        """``n`` completions parsed into ``schema``; unparseable ones are asked for again, up
+        to ``malformed_retries`` times.
+
+        Not a retry of a failed request (``_send_with_retries`` does that): each further ask is
+        a new sample, for the choices still missing only, under seeds of its own (1000 on), so
+        each answer is its own cache entry and a replay finds it."""
         response_format = response_format_for(self.spec, schema)
         results: list[T | Malformed] = []
-        usage = Usage()
-        for retry in range(self.settings.malformed_retries + 1):
+        for ask in range(self.settings.malformed_retries + 1):
             wanted = n - sum(not isinstance(r, Malformed) for r in results)
             if wanted <= 0:
                 break
-            completion = self._complete(
+            texts = self._complete(
                 system,
                 user,
                 n=wanted,
-                seed_offset=seed_offset + 1000 * retry,
+                seed_offset=seed_offset + 1000 * ask,
                 response_format=response_format,
                 # an output that does not parse is not a result: asked again next time
                 cacheable=lambda text: not isinstance(parse_structured(text, schema), Malformed),
             )
-            usage = usage + completion.usage
-            parsed = [parse_structured(text, schema) for text in completion.texts]
+            parsed = [parse_structured(text, schema) for text in texts]
             results = [r for r in results if not isinstance(r, Malformed)] + parsed
-        return results[:n], usage
+        return results[:n]
 
     # ---- requests ----
 
@@ -280,7 +293,7 @@ class ChatClient:
         seed_offset: int,
         response_format: dict[str, Any] | None,
         cacheable: Callable[[str], bool] | None,
-    ) -> Completion:
+    ) -> list[str]:
         """``n`` choices, choice ``i`` sampled with seed ``seed + i``.
 
         Each choice is cached under its own key (prompt, parameters, its seed), whether it came
@@ -293,12 +306,11 @@ class ChatClient:
         requests = [self._choice_request(messages, seed + i, response_format) for i in range(n)]
         keys = [cache_key(request) for request in requests]
         texts: dict[int, str] = {}
-        usage = Usage()
         if self.cache is not None:
             for index, key in enumerate(keys):
                 if (hit := self.cache.get(key)) is not None and hit:
                     texts[index] = hit[0]
-                    usage = usage + Usage(cached=1)
+                    count_usage(Usage(cached=1))
         missing = [i for i in range(n) if i not in texts]
         while missing:
             # One request answers a run of consecutive missing choices (the server seeds its
@@ -317,9 +329,8 @@ class ChatClient:
                 texts[index] = text
                 if cacheable is None or cacheable(text):
                     self._store(keys[index], requests[index], text)
-            usage = usage + reply.usage
             missing = [i for i in range(n) if i not in texts]
-        return Completion(texts=[texts[i] for i in range(n)], usage=usage)
+        return [texts[i] for i in range(n)]
 
     def _choice_request(
         self, messages: list[Any], seed: int, response_format: dict[str, Any] | None
@@ -351,47 +362,67 @@ class ChatClient:
         _N_SUPPORT[(self.base_url, self.spec.model)] = got >= asked
 
     def _send_with_retries(self, messages: list[Any], params: dict[str, Any]) -> Completion:
+        """One request, sent again by tenacity while its reply is unusable.
+
+        One retry layer per failure: the OpenAI SDK retries 429, 5xx, timeouts and lost
+        connections (``llm_retries`` times, honouring Retry-After) and then fails this call; a
+        reply the SDK accepted but that holds no usable choice is retried here, as often."""
         attempts = self.settings.llm_retries + 1
         where = self.base_url or "api.openai.com"
         breaker = breaker_for(where, self.settings.breaker_failures, self.settings.breaker_window_s)
-        last_error: Exception | None = None
-        estimate = self._estimate(messages, params["n"])
-        for attempt in range(attempts):
-            breaker.check()
-            try:
-                with self.slots.hold(self._units(params["n"])), self._reservation(estimate):
-                    completion = self._send(messages, params)
-                    if self.meter is not None:  # before the reservation goes
-                        self.meter.record(completion.usage)
-            except fatal_errors() as error:
-                # A wrong key or model name fails every call alike: stop the run at once.
-                raise LLMUnavailable(
-                    f"{self.spec.model} at {where}: {error}. Check the model name and the API key "
-                    "(cq2a doctor)."
-                ) from error
-            except sdk_retried_errors() as error:
-                # The SDK has already retried these llm_retries times with backoff (a 400, e.g.
-                # a prompt over the model's window, is not retried and fails this call only).
-                breaker.record_failure(f"{type(error).__name__}: {error}")
-                raise LLMCallFailed(
-                    f"{self.spec.model} at {where}: {error}. "
-                    "Check that the server is up (cq2a doctor) or lower --concurrency."
-                ) from error
-            except BudgetExceeded:
-                raise
-            except Exception as error:  # malformed bodies and empty choices: the SDK passes them
-                last_error = error
-                time.sleep(min(0.2 * 2**attempt, 5.0))
-                continue
-            if completion.texts:
-                breaker.record_success()
-                return completion
-            last_error = ValueError("the server returned no choices")
-        breaker.record_failure(f"{type(last_error).__name__}: {last_error}")
-        raise LLMCallFailed(
-            f"{self.spec.model} at {where} failed {attempts} times: {last_error}. "
-            "Check that the server is up (cq2a doctor) or lower --concurrency."
-        ) from last_error
+        retrying = Retrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait_exponential(multiplier=0.2, max=5.0),
+            retry=retry_if_exception_type(UnusableReply),
+            reraise=True,
+        )
+        try:
+            completion = retrying(self._send_once, messages, params, breaker, where)
+        except UnusableReply as error:
+            cause = error.__cause__ or error
+            breaker.record_failure(f"{type(cause).__name__}: {cause}")
+            raise LLMCallFailed(
+                f"{self.spec.model} at {where} failed {attempts} times: {cause}. "
+                "Check that the server is up (cq2a doctor) or lower --concurrency."
+            ) from cause
+        breaker.record_success()
+        return completion
+
+    def _send_once(
+        self, messages: list[Any], params: dict[str, Any], breaker: CircuitBreaker, where: str
+    ) -> Completion:
+        """One request within the breaker, the slots and a spending reservation."""
+        breaker.check()
+        try:
+            with (
+                self.slots.hold(self._units(params["n"])),
+                self._reservation(self._estimate(messages, params["n"])),
+            ):
+                completion = self._send(messages, params)
+                if self.meter is not None:  # before the reservation goes
+                    self.meter.record(completion.usage)
+            count_usage(completion.usage)
+        except fatal_errors() as error:
+            # A wrong key or model name fails every call alike: stop the run at once.
+            raise LLMUnavailable(
+                f"{self.spec.model} at {where}: {error}. Check the model name and the API key "
+                "(cq2a doctor)."
+            ) from error
+        except sdk_retried_errors() as error:
+            # The SDK has already retried these (a 400, e.g. a prompt over the model's window,
+            # is not retried and fails this call only).
+            breaker.record_failure(f"{type(error).__name__}: {error}")
+            raise LLMCallFailed(
+                f"{self.spec.model} at {where}: {error}. "
+                "Check that the server is up (cq2a doctor) or lower --concurrency."
+            ) from error
+        except BudgetExceeded:
+            raise
+        except Exception as error:  # a body that is not a completion: the SDK passes it
+            raise UnusableReply(str(error)) from error
+        if not completion.texts:
+            raise UnusableReply("the server returned no choices")
+        return completion
 
     def _units(self, n: int) -> int:
         """Slots one request takes: each choice decodes in a slot of a local server; a remote
@@ -428,14 +459,12 @@ class ChatClient:
 
 
 def parse_structured(text: str, schema: type[T]) -> T | Malformed:
-    """Parse a completion into ``schema``; tolerate a fenced code block around the JSON."""
-    candidate = text.strip()
-    if candidate.startswith("```"):
-        candidate = candidate.strip("`")
-        candidate = candidate.removeprefix("json").strip()
+    """Parse a completion into ``schema``; a fenced code block around the JSON is tolerated
+    (LangChain's markdown JSON parser, with a strict JSON parser: a truncated output is
+    malformed, not completed)."""
     try:
-        return schema.model_validate_json(candidate)
-    except (ValidationError, json.JSONDecodeError, ValueError) as error:
+        return schema.model_validate(parse_json_markdown(text, parser=json.loads))
+    except (ValidationError, ValueError) as error:
         return Malformed(raw=text[:2000], error=str(error).splitlines()[0][:300])
 
 

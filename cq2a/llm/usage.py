@@ -1,9 +1,19 @@
-"""Token and request accounting, and the spending cap."""
+"""Token and request accounting, and the spending cap.
+
+A call's usage is counted in one place, ``count_usage`` (the chat client calls it for every
+reply and every choice served from the cache), into every ``tally_usage`` block open around the
+call, in the manner of LangChain's ``get_usage_metadata_callback``: a node or a command opens
+one around a step and reads the step's total, instead of every function returning its usage.
+LangChain's own handler is not used because it sees only the requests that reach the model: a
+choice replayed from our cache (``cached``) never does.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from pydantic import BaseModel
 
@@ -34,9 +44,37 @@ class Usage(BaseModel):
         )
 
 
-def sum_usage(usages: Iterable[Usage]) -> Usage:
-    """The traffic of several calls together."""
-    return sum(usages, Usage())
+class UsageTally:
+    """The usage of the LLM calls made while a ``tally_usage`` block is open."""
+
+    def __init__(self) -> None:
+        self.total = Usage()
+        self._lock = threading.Lock()
+
+    def add(self, usage: Usage) -> None:
+        with self._lock:
+            self.total = self.total + usage
+
+
+_OPEN_TALLIES: ContextVar[tuple[UsageTally, ...]] = ContextVar("cq2a_usage", default=())
+
+
+@contextmanager
+def tally_usage() -> Iterator[UsageTally]:
+    """Sum the usage of every LLM call made inside the block: in this thread, and in the
+    threads ``cq2a.fanout.parallel_map`` runs from it (they run in a copy of this context)."""
+    tally = UsageTally()
+    token = _OPEN_TALLIES.set((*_OPEN_TALLIES.get(), tally))
+    try:
+        yield tally
+    finally:
+        _OPEN_TALLIES.reset(token)
+
+
+def count_usage(usage: Usage) -> None:
+    """Count one call's usage in every open tally."""
+    for tally in _OPEN_TALLIES.get():
+        tally.add(usage)
 
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:

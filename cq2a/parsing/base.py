@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, runtime_checkable
 
-from cq2a.models import Context, ParsedContext
+from cq2a.models import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
 
 ParserBackend = Literal["spacy", "stanza"]
 
@@ -31,3 +31,23 @@ class Parser(Protocol):
     name: str
 
     def parse(self, context: Context) -> ParsedContext: ...
+
+
+def sentence_of(
+    number: int,
+    text: str,
+    tokens: list[Token],
+    phrases: list[Phrase],
+    entities: list[EntitySpan],
+) -> Sentence:
+    """A parsed sentence: the span of the context ``text`` its tokens cover."""
+    start, end = tokens[0].start, tokens[-1].end
+    return Sentence(
+        index=number,
+        text=text[start:end],
+        start=start,
+        end=end,
+        tokens=tokens,
+        phrases=phrases,
+        entities=entities,
+    )

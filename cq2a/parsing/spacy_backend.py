@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
 from cq2a.models import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
-from cq2a.parsing.base import SPACY_FIX, SPACY_MODEL, ParserUnavailable
+from cq2a.parsing.base import SPACY_FIX, SPACY_MODEL, ParserUnavailable, sentence_of
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -229,16 +229,7 @@ def _sentence(sent: Span, number: int, text: str) -> Sentence | None:
         for t in words
         for head, deprel in [relations[t.i]]
     ]
-    start, end = tokens[0].start, tokens[-1].end
-    return Sentence(
-        index=number,
-        text=text[start:end],
-        start=start,
-        end=end,
-        tokens=tokens,
-        phrases=_phrases(sent, index_of),
-        entities=_entities(sent, index_of),
-    )
+    return sentence_of(number, text, tokens, _phrases(sent, index_of), _entities(sent, index_of))
 
 
 def from_spacy_doc(

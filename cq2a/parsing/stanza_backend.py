@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cq2a.models import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
-from cq2a.parsing.base import CLAUSE_LABELS, STANZA_FIX, STANZA_PROCESSORS, ParserUnavailable
+from cq2a.parsing.base import (
+    CLAUSE_LABELS,
+    STANZA_FIX,
+    STANZA_PROCESSORS,
+    ParserUnavailable,
+    sentence_of,
+)
 
 if TYPE_CHECKING:
     from stanza.models.common.doc import Document, Word
@@ -95,16 +101,8 @@ def _sentence(sentence: StanzaSentence, number: int, text: str) -> Sentence:
     if tree is not None and _leaf_count(tree) != len(tokens):
         message = f"sentence {number}: tree has {_leaf_count(tree)} leaves for {len(tokens)} words"
         raise ValueError(message)
-    start, end = tokens[0].start, tokens[-1].end
-    return Sentence(
-        index=number,
-        text=text[start:end],
-        start=start,
-        end=end,
-        tokens=tokens,
-        phrases=phrases_from_tree(tree) if tree is not None else [],
-        entities=_entities(sentence, tokens),
-    )
+    phrases = phrases_from_tree(tree) if tree is not None else []
+    return sentence_of(number, text, tokens, phrases, _entities(sentence, tokens))
 
 
 def from_stanza_document(
