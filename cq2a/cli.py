@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--questions-per-entity", type=int, default=None)
     estimate.add_argument("--questions-per-relation", type=int, default=None)
     estimate.add_argument("--no-relations", action="store_true")
+    estimate.add_argument("--question-mix", default=None)
+    estimate.add_argument("--answers", choices=["asked", "paper"], default=None)
     estimate.add_argument("--demo", action="store_true", help="with the demo's settings")
     estimate.add_argument("--price-per-1k-prompt", type=float, default=None)
     estimate.add_argument("--price-per-1k-completion", type=float, default=None)
@@ -120,6 +122,14 @@ def _add_run_options(
     sub.add_argument("--questions-per-entity", type=int, default=None)
     sub.add_argument("--questions-per-relation", type=int, default=None)
     sub.add_argument("--no-relations", action="store_true")
+    sub.add_argument(
+        "--question-mix",
+        default=None,
+        help="share of each question kind, e.g. entity=0.5,relation=0.1,yesno=0.2,"
+        "unanswerable=0.1,multi_sentence=0.1",
+    )
+    sub.add_argument("--coverage-rounds", type=int, default=None)
+    sub.add_argument("--answers", choices=["asked", "paper"], default=None)
     sub.add_argument("--concurrency", type=int, default=None)
     sub.add_argument("--consistency-threshold", type=float, default=None)
     sub.add_argument("--oracle-threshold", type=float, default=None)
@@ -181,6 +191,9 @@ def settings_from_args(args: argparse.Namespace, base: Any = None) -> Any:
         "max_cost": "max_cost",
         "price_per_1k_prompt": "price_per_1k_prompt",
         "price_per_1k_completion": "price_per_1k_completion",
+        "question_mix": "question_mix",
+        "coverage_rounds": "coverage_rounds",
+        "answers": "answers",
     }
     for arg, field in simple.items():
         if getattr(args, arg, None) is not None:

@@ -47,12 +47,23 @@ def compare_with_gold(
     return compared
 
 
+def evidence_is_in_context(candidate: Candidate, context: str) -> Candidate:
+    """A test records the spans of the context that support its answer; one whose evidence is
+    not found there verbatim is rejected before it is accepted."""
+    missing = [e for e in candidate.answer.evidence if not e.found_in(context)]
+    if not missing or candidate.current.rejected:
+        return candidate
+    return reject(candidate, RejectReason.EVIDENCE_MISSING)
+
+
 def compare_round(
     candidates: Sequence[Candidate],
     similarity_pairs: SimilarityPairs,
     threshold: float,
     max_attempts: int,
+    context: str,
 ) -> list[Candidate]:
-    """Compare every candidate waiting for it, and settle each; returns them."""
+    """Compare every candidate waiting for it, check its evidence against ``context``, and
+    settle each; returns them."""
     compared = compare_with_gold(at_step(candidates, "compare"), similarity_pairs, threshold)
-    return [settle(candidate, max_attempts) for candidate in compared]
+    return [settle(evidence_is_in_context(c, context), max_attempts) for c in compared]

@@ -12,7 +12,8 @@ from pydantic import BaseModel
 
 from cq2a.answers import answer_tokens
 from cq2a.lexicon import words
-from cq2a.models import TestCase
+from cq2a.mix import Mix, MixReport, mix_report
+from cq2a.models import ContextPlan, TestCase
 from cq2a.steering import evidence_sentences
 
 SimilarityMatrix = Callable[[list[str], list[str]], object]
@@ -102,4 +103,25 @@ def diversity(
         top_openings={k: round(v / len(cases), 4) for k, v in openings.most_common(top)},
         mean_question_similarity=round(mean(similarities), 4) if similarities else None,
         per_context=per_context,
+    )
+
+
+class SuiteFigures(BaseModel):
+    """What a run reports about its accepted suite beside the bugs: its diversity and coverage,
+    and the question mix it achieved against the one chosen."""
+
+    diversity: Diversity
+    mix: MixReport
+
+
+def suite_figures(
+    cases: Sequence[TestCase],
+    plans: Sequence[ContextPlan],
+    mix: Mix,
+    similarity_matrix: SimilarityMatrix | None = None,
+) -> SuiteFigures:
+    spans = {plan.id: plan.sentence_spans for plan in plans}
+    return SuiteFigures(
+        diversity=diversity(cases, spans, similarity_matrix),
+        mix=mix_report(mix, [case.kind.question_kind for case in cases]),
     )

@@ -20,6 +20,7 @@ from cq2a.models import (
     Answer,
     AnswerKind,
     Context,
+    ContextPlan,
     Evidence,
     ParsedContext,
     Phrase,
@@ -29,7 +30,7 @@ from cq2a.models import (
 )
 from cq2a.relations import RelationExtraction, extract_relations
 from cq2a.services import Services
-from cq2a.settings import AnswerSet
+from cq2a.settings import AnswerSet, Settings
 
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
@@ -319,7 +320,8 @@ class Extraction(BaseModel):
     """One context's answers, and what extraction left out on the way."""
 
     context_id: str
-    answers: list[Answer]
+    answers: list[Answer] = Field(description="The first answers given question slots.")
+    plan: ContextPlan | None = Field(None, description="Every target, for coverage rounds.")
     long_sentences: list[Sentence] = Field(
         default_factory=list, description="Sentences left out for their length."
     )
@@ -330,12 +332,40 @@ class Extraction(BaseModel):
     )
 
 
-def extract_context(services: Services, context: Context) -> Extraction:
-    """Entities from the parse (III-A1) and relations from the LLM (III-A2), capped per context.
+def target_pool(
+    parsed: ParsedContext,
+    context: Context,
+    settings: Settings,
+    relations: Sequence[Answer],
+) -> list[Answer]:
+    """Every target of a context, best first within each kind: the entity answers of the chosen
+    set up to ``answer_budget`` (III-A1, ``cq2a.asked_answers``), the relations (III-A2), and
+    the yes/no, unanswerable and multi-sentence targets of the kinds in the mix
+    (``cq2a.targets``)."""
+    from cq2a import targets  # it builds on the ranked entity answers of this module
 
-    Relations take at most a third of the cap; entities fill the rest. A context whose prompts
-    would not fit the generator's or the re-asker's window is skipped whole.
+    mix = settings.mix()
+    entities = select_entities(parsed, context, settings.answers, settings.answer_budget)
+    pool = [*entities, *relations]
+    if "yesno" in mix:
+        pool += targets.yes_no_targets(parsed, context)
+    if "unanswerable" in mix:
+        pool += targets.unanswerable_targets(parsed, context)
+    if "multi_sentence" in mix:
+        pool += targets.multi_sentence_targets(parsed, context, entities)
+    return pool
+
+
+def extract_context(services: Services, context: Context) -> Extraction:
+    """Every target of a context (``target_pool``) and the first ``answers_per_context`` of
+    them, split over the question kinds by ``question_mix`` (``cq2a.steering``).
+
+    Relations come from one LLM call for at most a third of ``answers_per_context`` triples,
+    made only when the mix asks for relations. A context whose prompts would not fit the
+    generator's or the re-asker's window is skipped whole.
     """
+    from cq2a.steering import first_answers
+
     settings = services.settings
     roles = {"generator": settings.generator, "reasker": settings.reasker}
     too_long = too_long_for_window(context, {r: spec.window() for r, spec in roles.items()})
@@ -344,17 +374,19 @@ def extract_context(services: Services, context: Context) -> Extraction:
     parsed, long_sentences = drop_long_sentences(
         services.parser.parse(context), settings.max_sentence_tokens
     )
+    mix = settings.mix()
     cap = settings.answers_per_context
     relations = None
-    if settings.relations:
+    if "relation" in mix:
         relations = extract_relations(
             services.llm.generator, context, parsed, services.lemmatize, max(1, cap // 3)
         )
-    found = relations.answers if relations else []
-    entities = select_entities(parsed, context, settings.answers, limit=cap - len(found))
+    pool = target_pool(parsed, context, settings, relations.answers if relations else [])
+    plan = ContextPlan(id=context.id, pool=pool, sentence_spans=sentence_spans(parsed))
     return Extraction(
         context_id=context.id,
-        answers=entities + found,
+        answers=first_answers(pool, mix, cap),
+        plan=plan,
         long_sentences=long_sentences,
         relations=relations,
         skips=relations.skips(context.id) if relations else [],

@@ -353,6 +353,17 @@ class Verdict(BaseModel):
     )
 
 
+class ContextPlan(BaseModel):
+    """What a context can be asked about, and how far its coverage rounds went: every target
+    (``pool``, best first within each kind), the character offsets of its sentences, and the
+    rounds of extra answers given so far (``cq2a.steering``)."""
+
+    id: str
+    pool: list[Answer] = Field(default_factory=list)
+    sentence_spans: list[tuple[int, int]] = Field(default_factory=list)
+    coverage_rounds: int = 0
+
+
 class Skip(BaseModel):
     """A context (or input line) that was not processed, and why."""
 

@@ -144,8 +144,18 @@ CHECKPOINT_TYPES = [
         "Skip",
         "Verdict",
         "JudgeVerdict",
+        "Evidence",
+        "ContextPlan",
     )
-] + [("cq2a.llm.usage", "Usage"), ("cq2a.oracle", "ProbeResult")]
+] + [
+    ("cq2a.llm.usage", "Usage"),
+    ("cq2a.oracle", "ProbeResult"),
+    ("cq2a.diversity", "SuiteFigures"),
+    ("cq2a.diversity", "Diversity"),
+    ("cq2a.diversity", "ContextDiversity"),
+    ("cq2a.mix", "MixReport"),
+    ("cq2a.mix", "KindShare"),
+]
 
 
 def checkpoint_serializer() -> Any:
@@ -483,6 +493,8 @@ def run_record(
         "counts": counts,
         "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
         "judge_probe": _dump(values.get("judge_probe")),
+        # the accepted suite's diversity, sentence coverage and question mix (None: no evaluate)
+        "figures": _dump(values.get("figures")),
         "skipped": [s.model_dump() for s in plan.skipped],
     }
 
@@ -545,6 +557,7 @@ def write_results(
         + sum(s.reason == "llm_error" for s in graph_skips),
         "rejection_reasons": dict(reasons),
         "accepted_by_kind": dict(Counter(case.kind.value for case in cases)),
+        "accepted_by_question_kind": dict(Counter(c.kind.question_kind for c in cases)),
         "test_cases": len(cases),
         "judged": sum(v.stage == "judge" for v in verdicts),
         "unjudged": sum(v.stage == "unjudged" for v in verdicts),
@@ -552,4 +565,5 @@ def write_results(
         "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
         "bugs": len(bugs),
         "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
+        "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
     }

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cq2a.mix import Mix, allocate, lagging
-from cq2a.models import Answer, Candidate, Evidence, QuestionKind
+from cq2a.models import Answer, Candidate, ContextPlan, Evidence, QuestionKind
+from cq2a.settings import Settings
 
 
 def by_kind(pool: Sequence[Answer]) -> dict[QuestionKind, list[Answer]]:
@@ -83,24 +84,51 @@ def next_answers(
     spans: Sequence[tuple[int, int]],
     count: int,
 ) -> list[Answer]:
-    """Up to ``count`` answers for one more round: first the kinds whose accepted share lags the
-    mix, then any kind in mix order; within a kind, answers in sentences no accepted test covers
-    come first. Answers in covered sentences are taken only for a lagging kind."""
+    """Up to ``count`` answers for one more round, split over the kinds by ``mix`` (kinds whose
+    accepted share lags the mix first, so they get the remainders); within a kind, answers in
+    sentences no accepted test covers yet come first, each pick marking its sentences covered.
+    A kind with too few answers left passes its places on."""
     taken = {a.id for a in active}
     left = [a for a in pool if a.id not in taken]
     uncovered = set(range(len(spans))) - covered_sentences(candidates, spans)
     accepted = [c.answer.kind.question_kind for c in candidates if c.status == "accepted"]
-    behind = [k for k in lagging(mix, accepted) if k in mix]
+    behind = lagging(mix, accepted)
     order = behind + [k for k in mix if k not in behind]
+    wanted = allocate({k: mix[k] for k in order}, count)
     picked: list[Answer] = []
+    carry = 0
     for kind in order:
-        of_kind = [a for a in left if a.kind.question_kind == kind and a not in picked]
-        fresh = [a for a in of_kind if sentences_of(a, spans) & uncovered]
-        choice = fresh + (of_kind if kind in behind else [])
-        for answer in choice:
-            if len(picked) >= count:
-                return picked
-            if answer not in picked:
-                picked.append(answer)
-                uncovered -= sentences_of(answer, spans)
+        of_kind = [a for a in left if a.kind.question_kind == kind]
+        quota, carry = wanted[kind] + carry, 0
+        while quota and of_kind:
+            fresh = [a for a in of_kind if sentences_of(a, spans) & uncovered]
+            answer = (fresh or of_kind)[0]
+            of_kind.remove(answer)
+            picked.append(answer)
+            uncovered -= sentences_of(answer, spans)
+            quota -= 1
+        carry = quota
     return picked
+
+
+def coverage_round(
+    plan: ContextPlan,
+    answers: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    settings: Settings,
+) -> list[Answer]:
+    """The answers one more round gives slots to, once a context's slots have settled: half of
+    ``answers_per_context`` (at least one) by ``next_answers``, while ``coverage_rounds`` and
+    ``answer_budget`` last. Empty: the context is done."""
+    room = settings.answer_budget - len(answers)
+    if plan.coverage_rounds >= settings.coverage_rounds or room <= 0:
+        return []
+    count = min(max(1, settings.answers_per_context // 2), room)
+    return next_answers(
+        plan.pool,
+        answers,
+        candidates,
+        mix=settings.mix(),
+        spans=plan.sentence_spans,
+        count=count,
+    )

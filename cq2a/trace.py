@@ -16,7 +16,8 @@ yields them to Python callers. Outside a graph run, events go to structlog direc
 | ``sentence_skipped`` | context_id, sentence_index, tokens, reason |
 | ``candidate_rejected`` | context_id, candidate_id, stage, reasons, final (no attempts left) |
 | ``candidate_accepted`` | context_id, candidate_id, stage, majority, similarity, final |
-| ``context_finished`` | context_id, counts (answers, accepted, rejected) |
+| ``coverage_round`` | context_id, coverage (sentences tested so far), answers (ids given) |
+| ``context_finished`` | context_id, counts (answers, accepted, rejected), coverage |
 
 ``usage`` is the stage's LLM traffic (requests, cached choices, tokens; 0 for a stage that asks
 none). A candidate is rejected at ``generate`` when the model wrote it no question."""
@@ -41,6 +42,7 @@ EventType = Literal[
     "sentence_skipped",
     "candidate_rejected",
     "candidate_accepted",
+    "coverage_round",
     "context_finished",
 ]
 
@@ -70,6 +72,8 @@ class TraceEvent(BaseModel):
     detail: str | None = None
     sentence_index: int | None = None
     tokens: int | None = None
+    coverage: float | None = None
+    answers: list[str] | None = None
 
 
 def emit(event: EventType, **fields: Any) -> dict[str, Any]:

@@ -126,6 +126,8 @@ def bench_settings(server: ScriptedLLMServer, cache_path: str, **overrides: Any)
         "reasker": LLMSpec(**spec, **reasker),
         "judge": LLMSpec(**spec, temperature=0.0),
         "sut": SUTSpec(kind="callable", model="evals.bench:unsure_sut", batch_size=16),
+        "question_mix": "entity=1",  # the pipeline's mechanics, on entity questions
+        "coverage_rounds": 0,
         "relations": False,
         "answers_per_context": 3,
         "questions_per_entity": 2,

@@ -156,6 +156,8 @@ def settings_for(base_url: str, **overrides: Any) -> Settings:
         "reasker": LLMSpec(**spec),
         "judge": LLMSpec(**(spec | {"temperature": 0.0})),
         "sut": SUTSpec(**sut),
+        "question_mix": "entity=1",  # the pipeline's mechanics, on entity questions
+        "coverage_rounds": 0,
         "relations": False,
         "answers_per_context": 1,
         "questions_per_entity": 2,

@@ -1,8 +1,9 @@
 """The CQ2A graph: contexts fan out to a per-context subgraph, then the SUT is evaluated.
 
-probe -> (Send per context) extract -> generate -> check -> reask -> compare -+-> evaluate
-                                        ^                                    |
-                                        +---- rejected, attempts left -------+
+probe -> (Send per context) extract -> generate -> check -> reask -> compare --> cover --> evaluate
+                                        ^   ^                            |          |
+                                        |   +-- rejected, attempts left -+          |
+                                        +------ coverage round: more answers -------+
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from cq2a.graph.state import ContextState, RunInput, RunOutput, RunState
 from cq2a.models import Context
 from cq2a.nodes.check import check
 from cq2a.nodes.compare import compare, route_after_compare
+from cq2a.nodes.cover import cover, route_after_cover
 from cq2a.nodes.evaluate import evaluate
 from cq2a.nodes.extract import extract
 from cq2a.nodes.generate import generate
@@ -34,19 +36,22 @@ def route_after_extract(state: ContextState) -> str:
 
 
 def build_context_graph() -> CompiledStateGraph[Any, Settings, Any, Any]:
-    """One context: extract, then generate/check/re-ask/compare until every slot is settled."""
+    """One context: extract, then generate/check/re-ask/compare until every slot is settled,
+    then coverage rounds while they find answers to add."""
     builder = StateGraph(ContextState, context_schema=Settings)
     builder.add_node("extract", extract)
     builder.add_node("generate", generate)
     builder.add_node("check", check)
     builder.add_node("reask", reask)
     builder.add_node("compare", compare)
+    builder.add_node("cover", cover)
     builder.add_edge(START, "extract")
     builder.add_conditional_edges("extract", route_after_extract, ["generate", END])
     builder.add_edge("generate", "check")
     builder.add_edge("check", "reask")
     builder.add_edge("reask", "compare")
-    builder.add_conditional_edges("compare", route_after_compare, ["generate", END])
+    builder.add_conditional_edges("compare", route_after_compare, ["generate", "cover"])
+    builder.add_conditional_edges("cover", route_after_cover, ["generate", END])
     return builder.compile(name="cq2a-context")
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict, TypeVar
 
+from cq2a.diversity import SuiteFigures
 from cq2a.llm.usage import Usage, add_usage
-from cq2a.models import Answer, Candidate, Context, Skip, Verdict
+from cq2a.models import Answer, Candidate, Context, ContextPlan, Skip, Verdict
 from cq2a.oracle import ProbeResult
 
 Item = TypeVar("Item")
@@ -37,22 +38,26 @@ class RunInput(TypedDict):
 class RunOutput(TypedDict, total=False):
     """What a run returns."""
 
+    plans: list[ContextPlan]
     answers: list[Answer]
     candidates: list[Candidate]
     verdicts: list[Verdict]
     skipped: list[Skip]
     usage: Usage
     judge_probe: ProbeResult | None
+    figures: SuiteFigures | None
 
 
 class RunState(TypedDict, total=False):
     contexts: list[Context]
+    plans: Annotated[list[ContextPlan], merge_by_id]
     answers: Annotated[list[Answer], merge_by_id]
     candidates: Annotated[list[Candidate], merge_by_id]
     skipped: Annotated[list[Skip], merge_by_id]
     usage: Annotated[Usage, add_usage]
     verdicts: list[Verdict]
     judge_probe: ProbeResult | None
+    figures: SuiteFigures | None
     finished: Annotated[list[str], union]
 
 
@@ -60,10 +65,13 @@ class ContextState(TypedDict, total=False):
     """One context's branch; only the keys it shares with RunState flow back to the run."""
 
     context: Context
+    plans: Annotated[list[ContextPlan], merge_by_id]
     answers: Annotated[list[Answer], merge_by_id]
     candidates: Annotated[list[Candidate], merge_by_id]
     skipped: Annotated[list[Skip], merge_by_id]
     usage: Annotated[Usage, add_usage]
     rounds: int
-    #: Set by the node that settles the context's last slot (or finds no answer in it).
+    #: Whether every slot given so far is settled (the coverage round decides what next).
+    settled: bool
+    #: Set by the node that ends the context (or finds no answer in it).
     finished: Annotated[list[str], union]

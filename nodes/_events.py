@@ -64,14 +64,17 @@ def emit_outcomes(context_id: str, stage: str, candidates: Sequence[Candidate]) 
 
 
 def emit_context_finished(
-    context_id: str, answers: Sequence[Answer], candidates: Sequence[Candidate]
+    context_id: str,
+    answers: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    coverage: float | None = None,
 ) -> None:
     counts = {
         "answers": len(answers),
         "accepted": sum(c.status == "accepted" for c in candidates),
         "rejected": sum(c.status == "rejected" for c in candidates),
     }
-    emit("context_finished", context_id=context_id, counts=counts)
+    emit("context_finished", context_id=context_id, counts=counts, coverage=coverage)
 
 
 def emit_left_out(extraction: Extraction, max_sentence_tokens: int) -> None:

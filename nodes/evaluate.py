@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from cq2a.candidates import test_cases_of
+from cq2a.diversity import suite_figures
 from cq2a.graph.state import RunState
 from cq2a.models import Context
 from cq2a.nodes._events import stage
@@ -30,5 +31,8 @@ def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
             "unjudged": sum(v.stage == "unjudged" for v in verdicts),
             "bugs": sum(v.bug for v in verdicts),
         }
+    figures = suite_figures(
+        cases, state.get("plans", []), run.settings.mix(), run.embedder.similarity_matrix
+    )
     release_services(run.run_key)  # the run is over: its cache closes, its meter goes
-    return {"verdicts": verdicts, "usage": report.usage}
+    return {"verdicts": verdicts, "usage": report.usage, "figures": figures}

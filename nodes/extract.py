@@ -24,7 +24,13 @@ def extract(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
         emit_left_out(extraction, run.settings.max_sentence_tokens)
         answers = extraction.answers
         report.counts = {kind.value: sum(a.kind is kind for a in answers) for kind in AnswerKind}
-    update = {"answers": answers, "usage": report.usage, "rounds": 0, "skipped": extraction.skips}
+    update = {
+        "answers": answers,
+        "plans": [extraction.plan] if extraction.plan else [],
+        "usage": report.usage,
+        "rounds": 0,
+        "skipped": extraction.skips,
+    }
     if answers:
         return update
     emit_context_finished(passage.id, answers, [])

@@ -45,6 +45,8 @@ def settings_for(server, **overrides) -> Settings:
         "reasker": LLMSpec(**spec),
         "judge": LLMSpec(**spec, temperature=0.0),
         "sut": SUTSpec(kind="callable", model="tests.test_graph:recording_sut", batch_size=8),
+        "question_mix": "entity=1",  # the pipeline's mechanics, on entity questions
+        "coverage_rounds": 0,
         "relations": False,
         "answers": "paper",  # these tests follow the III-A1 answers ("a treaty" first)
         "answers_per_context": 1,

@@ -56,6 +56,8 @@ def scripted_env(base_url: str) -> dict[str, str]:
     env.update(
         CQ2A_SUT__KIND="openai",
         CQ2A_RELATIONS="false",
+        CQ2A_QUESTION_MIX="entity=1",
+        CQ2A_COVERAGE_ROUNDS="0",
         CQ2A_ANSWERS_PER_CONTEXT="1",
         CQ2A_QUESTIONS_PER_ENTITY="1",
         CQ2A_PROBE_JUDGE="false",

@@ -229,14 +229,18 @@ def test_next_answers_reach_uncovered_sentences_and_lagging_kinds() -> None:
     spans = [(0, 9), (10, 19), (20, 29)]
     pool = [_answer(n, AnswerKind.NAMED_ENTITY, s) for n, s in enumerate([0, 0, 1, 2])]
     pool.append(_answer(9, AnswerKind.YES_NO, 0))
-    active = pool[:2]
+    active = pool[:1]
     candidates = [_accepted(pool[0])]
     assert coverage(candidates, spans) == pytest.approx(1 / 3, abs=1e-3)
     picked = next_answers(pool, active, candidates, mix={"entity": 0.5, "yesno": 0.5},
                           spans=spans, count=3)  # fmt: skip
-    # yes/no lags (0 of 1 accepted): its target comes first although its sentence is covered;
-    # then the entities of the two uncovered sentences
+    # yes/no lags (0 of 1 accepted) and takes the remainder: 2 yes/no places, 1 entity; the
+    # yes/no kind has one target, so its second place goes on to an entity; entities in
+    # the uncovered sentences 1 and 2 come before c:1, whose sentence is covered
     assert [a.id for a in picked] == ["c:9", "c:2", "c:3"]
+    one_more = next_answers(pool, [*active, *picked], candidates, mix={"entity": 1.0},
+                            spans=spans, count=2)  # fmt: skip
+    assert [a.id for a in one_more] == ["c:1"]  # covered, but all that is left
 
 
 def test_diversity_of_a_suite() -> None:

@@ -30,6 +30,8 @@ def test_real_small_model_runs_the_pipeline_end_to_end(tmp_path):
         answers_per_context=1,
         questions_per_entity=2,
         relations=False,
+        question_mix="entity=1",
+        coverage_rounds=0,
         max_attempts=1,
         # The 135M model fails the judge probe (it scores 'Iceland' like 'Normandy'), which
         # stops a run; this test is about the stages, not the judge.

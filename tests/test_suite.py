@@ -42,7 +42,17 @@ def test_a_suite_reruns_against_a_second_sut_and_the_diff_names_exactly_what_cha
         live = [*COMMON, "--base-url", server.base_url]
         code = main(
             ["run", str(input_path), "--out", str(run_dir), "--sut", f"{WORKER}:decoding_sut"]
-            + ["--answers-per-context", "2", "--questions-per-entity", "2", "--no-relations"]
+            + [
+                "--answers-per-context",
+                "2",
+                "--questions-per-entity",
+                "2",
+                "--no-relations",
+                "--question-mix",
+                "entity=1",
+                "--coverage-rounds",
+                "0",
+            ]
             + ["--no-judge-probe", "--junit", str(tmp_path / "run.xml"), *live]
         )
         assert code == 0

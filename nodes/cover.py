@@ -1,0 +1,34 @@
+"""Node: once a context's slots have settled, give slots to answers in sentences no accepted
+test covers and of kinds the accepted tests lack (coverage-steered generation), or end it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from cq2a.graph.state import ContextState
+from cq2a.nodes._events import emit_context_finished
+from cq2a.nodes._runtime import services
+from cq2a.settings import Settings
+from cq2a.steering import coverage, coverage_round
+from cq2a.trace import emit
+
+
+def cover(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
+    passage = state["context"]
+    plan = next(p for p in state.get("plans", []) if p.id == passage.id)
+    answers, candidates = state.get("answers", []), state.get("candidates", [])
+    reached = coverage(candidates, plan.sentence_spans)
+    more = coverage_round(plan, answers, candidates, services(runtime).settings)
+    if not more:
+        emit_context_finished(passage.id, answers, candidates, coverage=reached)
+        return {"finished": [passage.id]}
+    emit("coverage_round", context_id=passage.id, coverage=reached, answers=[a.id for a in more])
+    next_plan = plan.model_copy(update={"coverage_rounds": plan.coverage_rounds + 1})
+    return {"answers": more, "plans": [next_plan], "rounds": 0, "settled": False}
+
+
+def route_after_cover(state: ContextState) -> str:
+    return END if state["context"].id in state.get("finished", []) else "generate"
