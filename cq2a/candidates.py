@@ -52,6 +52,23 @@ def context_is_settled(candidates: Sequence[Candidate], rounds: int, max_rounds:
     return rounds >= max_rounds or all(c.status != "pending" for c in candidates)
 
 
+#: Why a slot is left pending when its context ends without a failed call of its own.
+OUT_OF_ROUNDS = (
+    "out of rounds: earlier LLM calls for this slot failed and used up the rounds it had left; "
+    "--retry-errors continues it"
+)
+
+
+def left_pending(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The slots a context ends with still pending, each saying why: its last call's error, or
+    ``OUT_OF_ROUNDS`` when its call succeeded but failures before it used up its rounds."""
+    return [
+        c.model_copy(update={"error": c.error or OUT_OF_ROUNDS})
+        for c in candidates
+        if c.status == "pending"
+    ]
+
+
 def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context]) -> list[TestCase]:
     """Accepted candidates as test cases (III-D)."""
     cases = []

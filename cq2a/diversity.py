@@ -40,6 +40,14 @@ class Diversity(BaseModel):
     per_context: list[ContextDiversity]
 
 
+def target_of(case: TestCase) -> str:
+    """What a test asks about: its normalised answer span, or for a yes/no or unanswerable
+    test (whose answers repeat) the target it was written for (its id without the slot)."""
+    if case.kind.question_kind in ("yesno", "unanswerable"):
+        return case.id.rsplit(":", 1)[0]
+    return " ".join(answer_tokens(case.answer))
+
+
 def opening(question: str) -> str:
     """A question's first word ("What", "Which", "In" ...), capitalised."""
     first = words(question)[:1]
@@ -68,7 +76,7 @@ def context_diversity(
     return ContextDiversity(
         context_id=context_id,
         tests=len(cases),
-        distinct_answers=len({" ".join(answer_tokens(c.answer)) for c in cases}),
+        distinct_answers=len({target_of(c) for c in cases}),
         sentences=len(spans),
         covered_sentences=covered,
         coverage=round(len(covered) / len(spans), 4) if spans else 0.0,

@@ -344,7 +344,11 @@ class Verdict(BaseModel):
     #: ``judge_explanation``), neither a bug nor a pass.
     stage: Literal["rule", "similarity", "judge", "unjudged"]
     rule: str | None = None
-    judge_score: int | None = None
+    judge_score: int | None = Field(None, description="The median of the judge's votes.")
+    judge_scores: list[int] = Field(default_factory=list, description="Every vote's score.")
+    judge_confident: bool | None = Field(
+        None, description="Whether the judge's votes agree (all on one side of its threshold)."
+    )
     judge_explanation: str | None = None
     bug: bool
     kind: AnswerKind

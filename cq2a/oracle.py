@@ -80,20 +80,52 @@ def compared_form(gold: str, sut: str) -> str:
     return normalize_answer(sut)
 
 
+class JudgeScores(BaseModel):
+    """The judge's measurement of one answer pair: the median of its votes' scores, every vote's
+    score, the explanation of the vote at the median, and whether the votes agree (all on one
+    side of the threshold)."""
+
+    score: int
+    scores: list[int]
+    explanation: str
+    confident: bool
+
+
 def judge_answer(
-    client: ChatClient, context: str, question: str, gold: str, sut: str
-) -> tuple[JudgeVerdict | None, str | None]:
-    """Ask the judge (Table II, second row); returns the verdict or the reason there is none."""
+    client: ChatClient,
+    context: str,
+    question: str,
+    gold: str,
+    sut: str,
+    *,
+    votes: int = 1,
+    judge_threshold: int = 50,
+) -> tuple[JudgeScores | None, str | None]:
+    """Ask the judge (Table II, second row) for ``votes`` scores in one request (``n``); returns
+    their median, or the reason there is none (the call failed, or no vote parsed)."""
     user = render_prompt(
         "judge.user", context=context, question=question, gold_answer=gold, sut_answer=sut
     )
     try:
-        (verdict,) = client.structured(load_prompt("judge.system"), user, JudgeVerdict)
+        outputs = client.structured(load_prompt("judge.system"), user, JudgeVerdict, n=votes)
     except LLMCallFailed as error:
         return None, f"llm error: {error}"
-    if isinstance(verdict, Malformed):
-        return None, f"malformed judge output: {verdict.error}"
-    return verdict, None
+    parsed = [v for v in outputs if isinstance(v, JudgeVerdict)]
+    if not parsed:
+        why = next(v.error for v in outputs if isinstance(v, Malformed))
+        return None, f"malformed judge output: {why}"
+    ranked = sorted(parsed, key=lambda v: v.score)
+    middle = ranked[(len(ranked) - 1) // 2]
+    sides = {consistent_by_judge(v.score, judge_threshold) for v in parsed}
+    return (
+        JudgeScores(
+            score=middle.score,
+            scores=[v.score for v in parsed],
+            explanation=middle.explanation,
+            confident=len(sides) == 1,
+        ),
+        None,
+    )
 
 
 def judge_verdicts(
@@ -105,8 +137,10 @@ def judge_verdicts(
     threshold: float,
     judge_threshold: int,
     concurrency: int,
+    judge_votes: int = 1,
 ) -> list[Verdict]:
-    """Both stages for every test case; the judge is asked only where stage 1 says inconsistent.
+    """Both stages for every test case; the judge is asked only where stage 1 says inconsistent,
+    for ``judge_votes`` scores whose median decides (``JudgeScores``).
 
     ``sut_answers`` are the SUT's raw answers, kept as they are in the verdicts; ``similarities``
     compare their ``compared_form`` with the gold. An answer of the wrong type (a yes/no to a
@@ -140,13 +174,23 @@ def judge_verdicts(
             return Verdict(**base, stage="similarity", bug=not exact)
         if consistent_by_similarity(similarity, threshold):
             return Verdict(**base, stage="similarity", bug=False)
-        verdict, problem = judge_answer(client, case.context, case.question, case.answer, sut)
+        verdict, problem = judge_answer(
+            client,
+            case.context,
+            case.question,
+            case.answer,
+            sut,
+            votes=judge_votes,
+            judge_threshold=judge_threshold,
+        )
         if verdict is None:
             return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False)
         return Verdict(
             **base,
             stage="judge",
             judge_score=verdict.score,
+            judge_scores=verdict.scores,
+            judge_confident=verdict.confident,
             judge_explanation=verdict.explanation,
             bug=not consistent_by_judge(verdict.score, judge_threshold),
         )
@@ -163,6 +207,7 @@ def oracle_verdicts(
     threshold: float,
     judge_threshold: int,
     concurrency: int,
+    judge_votes: int = 1,
 ) -> list[Verdict]:
     """The two-stage oracle over the SUT's answers: each answer's ``compared_form`` against
     the gold by similarity, then ``judge_verdicts``."""
@@ -178,16 +223,19 @@ def oracle_verdicts(
         threshold=threshold,
         judge_threshold=judge_threshold,
         concurrency=concurrency,
+        judge_votes=judge_votes,
     )
 
 
 class ProbeResult(BaseModel):
-    """Whether the judge told two plainly different answers from two equivalent ones."""
+    """Whether the judge told two plainly different answers from two equivalent ones, and
+    whether its votes on them agreed."""
 
     passed: bool
     different_score: int | None
     equivalent_score: int | None
     detail: str
+    confident: bool = True
 
 
 PROBE_CONTEXT = (
@@ -200,29 +248,32 @@ PROBE_DIFFERENT = "Iceland"
 PROBE_EQUIVALENT = "the region of Normandy"
 
 
-def probe_judge(client: ChatClient, judge_threshold: int) -> ProbeResult:
+def probe_judge(client: ChatClient, judge_threshold: int, votes: int = 1) -> ProbeResult:
     """Ask the judge one plainly wrong and one equivalent answer before a run (III-D).
 
     A small local judge can score "Iceland" against gold "Normandy" 100/100; a run whose judge
     fails this probe reports bugs that cannot be trusted, so callers warn and record it.
     """
+    asked = {"votes": votes, "judge_threshold": judge_threshold}
     different, problem_a = judge_answer(
-        client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_DIFFERENT
+        client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_DIFFERENT, **asked
     )
     equivalent, problem_b = judge_answer(
-        client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_EQUIVALENT
+        client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_EQUIVALENT, **asked
     )
     if different is None or equivalent is None:
         detail = problem_a or problem_b or "no verdict"
         return ProbeResult(passed=False, different_score=None, equivalent_score=None, detail=detail)
     passed = different.score < judge_threshold <= equivalent.score
     detail = (
-        f"'{PROBE_DIFFERENT}' vs gold '{PROBE_GOLD}' scored {different.score}; "
-        f"'{PROBE_EQUIVALENT}' scored {equivalent.score} (threshold {judge_threshold})"
+        f"'{PROBE_DIFFERENT}' vs gold '{PROBE_GOLD}' scored {different.score} "
+        f"(votes {different.scores}); '{PROBE_EQUIVALENT}' scored {equivalent.score} "
+        f"(votes {equivalent.scores}); threshold {judge_threshold}"
     )
     return ProbeResult(
         passed=passed,
         different_score=different.score,
         equivalent_score=equivalent.score,
         detail=detail,
+        confident=different.confident and equivalent.confident,
     )

@@ -67,6 +67,7 @@ def render_report(data: RunData, labels: dict[str, Any] | None, name: str) -> st
         reasons_html(data),
         charts_html(data),
         bugs_html(data),
+        suite_html(data),
         contexts_html(data),
     ]
     return template.substitute(title=e(f"CQ2A report · {name}"), body="\n".join(parts))
@@ -209,6 +210,12 @@ def alerts_html(data: RunData) -> str:
             f"({e(probe.get('detail', ''))}). Bugs decided by the judge cannot be trusted; "
             "use a stronger judge model.</div>"
         )
+    if probe and probe.get("passed") and probe.get("confident") is False:
+        parts.append(
+            '<div class="alert warn" id="probe-confidence"><strong>The judge passed its probe '
+            "with split votes</strong> "
+            f"({e(probe.get('detail', ''))}): treat its verdicts as low-confidence.</div>"
+        )
     status = data.run.get("status")
     if status and status != "finished":
         message = data.run.get("message") or ""
@@ -225,6 +232,11 @@ def alerts_html(data: RunData) -> str:
             "bugs or passes; --retry-errors judges them)",
         ),
         (counts.get("pending"), "slots pending after failed LLM calls (--retry-errors)"),
+        (
+            counts.get("judge_low_confidence"),
+            "judge verdicts with split votes (some votes on each side of the threshold): "
+            "low-confidence, worth a look",
+        ),
         (
             counts.get("sut_inputs_truncated"),
             "tests whose input the SUT cut to fit its window (it never saw the whole context)",
@@ -425,6 +437,47 @@ def bugs_html(data: RunData) -> str:
     )
 
 
+# ---- the suite: question kinds and diversity ----
+
+
+def suite_html(data: RunData) -> str:
+    """The question mix chosen against achieved, and the suite's diversity (run.json
+    ``figures``); nothing for a run that has none (an older run, or ``cq2a test``)."""
+    figures = data.run.get("figures") or {}
+    mix, spread = figures.get("mix"), figures.get("diversity")
+    if not mix or not spread:
+        return ""
+    rows = "".join(
+        f"<tr><td>{e(kind)}</td><td>{percent(row['chosen'])}</td>"
+        f"<td>{percent(row['achieved'])}</td><td>{row['accepted']}</td></tr>"
+        for kind, row in mix["kinds"].items()
+    )
+    verdict = "honoured" if mix["honoured"] else "not honoured"
+    openings = ", ".join(f"{e(k)} {percent(v)}" for k, v in spread["top_openings"].items())
+    similarity = spread.get("mean_question_similarity")
+    heat = "".join(
+        f'<div class="heat" data-context="{e(c["context_id"])}"><span>{e(c["context_id"])}</span>'
+        + "".join(
+            f'<span class="cell{" on" if i in c["covered_sentences"] else ""}" '
+            f'title="sentence {i + 1}"></span>'
+            for i in range(c["sentences"])
+        )
+        + f" {percent(c['coverage'])}</div>"
+        for c in spread["per_context"]
+    )
+    return (
+        '<section id="suite"><h2>The suite</h2>'
+        f"<p>Question mix {verdict} (within ±{percent(mix['tolerance'])} of each share):</p>"
+        "<table><tr><th>kind</th><th>chosen</th><th>achieved</th><th>accepted</th></tr>"
+        f"{rows}</table>"
+        f"<p>Distinct answers per context {spread['distinct_answers_per_context']}; sentence "
+        f"coverage {percent(spread['coverage'])}; commonest openings {openings or '-'}; mean "
+        f"similarity of a context's questions {similarity if similarity is not None else '-'}"
+        '</p><p class="hint">Sentences with an accepted test, per context:</p>'
+        f"{heat}</section>"
+    )
+
+
 # ---- context coverage ----
 
 
@@ -463,8 +516,9 @@ def coverage(cases: list[TestCase], bug_ids: set[str]) -> Coverage:
     marks: list[list[int]] = [[] for _ in text]
     for number, case in enumerate(cases):
         sentence = sentence_span(case)
-        if sentence:
-            for i in range(*sentence):
+        used = [(e.start, e.end) for e in case.evidence if e.found_in(text)]
+        for start, end in used or ([sentence] if sentence else []):
+            for i in range(start, end):
                 shaded[i] = True
         span = answer_span(case, sentence)
         if span:

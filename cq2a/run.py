@@ -289,6 +289,30 @@ def announce(plan: RunPlan, estimate: dict[str, Any] | None, on_event: EventHand
         on_event({"event": "run_estimate", **estimate})
 
 
+def most_spent(*usages: Usage | None) -> Usage:
+    """Field by field, the most any account says was spent. A node that a stop interrupts
+    (the spending cap, an outage) checkpoints none of the requests it already made; the
+    spending meter counted them."""
+    found = [u for u in usages if u is not None]
+    return Usage(**{name: max(getattr(u, name) for u in found) for name in Usage.model_fields})
+
+
+def metered_spend(plan: RunPlan) -> Usage | None:
+    """What this process's spending meter counted for the run (None: no LLM client was
+    built, or the run already ended and released it)."""
+    runtime = services_for(plan.settings, plan.run_id).__dict__.get("llm")
+    return runtime.meter.total if runtime is not None else None
+
+
+def recorded_spend(run_dir: Path) -> Usage | None:
+    """The usage an earlier part of the run wrote to run.json before it stopped."""
+    try:
+        record = json.loads((run_dir / out.RUN).read_text(encoding="utf-8"))
+        return Usage.model_validate(record.get("usage") or {})
+    except (OSError, ValueError):
+        return None
+
+
 def check_resumable(graph: Any, plan: RunPlan) -> None:
     if not graph.get_state(plan.config).values:
         raise RunDirError(
@@ -310,7 +334,7 @@ def write_run(
             "unsettled by failed LLM calls",
         )
     outcome.message = with_next_step(outcome, plan.input_path, plan.run_dir)
-    usage = values.get("usage") or Usage()
+    usage = most_spent(values.get("usage") or Usage(), metered_spend(plan))
     record = run_record(plan, outcome, counts, usage, values)
     if estimate is not None:
         from cq2a.estimate import estimate_error
@@ -371,6 +395,7 @@ def stream_run(
         try:
             if resume:  # a resumed run's cap covers what it spent before
                 spent = checkpointed_values(graph, config).get("usage") or Usage()
+                spent = most_spent(spent, recorded_spend(plan.run_dir))
                 services_for(plan.settings, plan.run_id).llm.meter.record(spent)
             for namespace, mode, chunk in graph.stream(
                 None if resume else {"contexts": plan.contexts},
@@ -561,6 +586,7 @@ def write_results(
         "test_cases": len(cases),
         "judged": sum(v.stage == "judge" for v in verdicts),
         "unjudged": sum(v.stage == "unjudged" for v in verdicts),
+        "judge_low_confidence": sum(v.judge_confident is False for v in verdicts),
         "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
         "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
         "bugs": len(bugs),

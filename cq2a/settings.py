@@ -100,7 +100,7 @@ class Settings(BaseSettings):
 
     generator: LLMSpec = Field(default_factory=LLMSpec)
     reasker: LLMSpec = Field(default_factory=lambda: LLMSpec(temperature=0.7, max_tokens=48))
-    judge: LLMSpec = Field(default_factory=lambda: LLMSpec(temperature=0.0, max_tokens=256))
+    judge: LLMSpec = Field(default_factory=lambda: LLMSpec(temperature=0.7, max_tokens=256))
     sut: SUTSpec = Field(default_factory=SUTSpec)
 
     parser: ParserBackend = "spacy"
@@ -123,6 +123,13 @@ class Settings(BaseSettings):
     )
     judge_threshold: int = Field(
         50, ge=0, le=100, description="A judge score below this means inconsistent (stage 2)."
+    )
+    judge_votes: int = Field(
+        3,
+        ge=1,
+        description="Scores the judge gives each answer pair (one request with n choices, sampled "
+        "at the judge's temperature); their median decides, and votes on both sides of "
+        "judge_threshold mark the verdict low-confidence.",
     )
     dedup_threshold: float = Field(
         0.95, ge=0.0, le=1.0, description="Questions of one answer this similar are duplicates."

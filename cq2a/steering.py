@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cq2a.mix import Mix, allocate, lagging
+from cq2a.mix import Mix, allocate
 from cq2a.models import Answer, Candidate, ContextPlan, Evidence, QuestionKind
 from cq2a.settings import Settings
 
@@ -75,6 +75,20 @@ def coverage(candidates: Sequence[Candidate], spans: Sequence[tuple[int, int]]) 
     return round(len(covered_sentences(candidates, spans)) / len(spans), 4) if spans else 0.0
 
 
+def places_by_deficit(mix: Mix, accepted: Sequence[QuestionKind], count: int) -> list[QuestionKind]:
+    """``count`` places for new answers, one at a time to the kind furthest below its share of
+    the suite the places would make (accepted tests plus one per place)."""
+    have = {kind: float(sum(k == kind for k in accepted)) for kind in mix}
+    total = float(len(accepted))
+    places: list[QuestionKind] = []
+    for _ in range(count):
+        total += 1
+        kind = max(mix, key=lambda k: (mix[k] * total - have[k], mix[k]))
+        have[kind] += 1
+        places.append(kind)
+    return places
+
+
 def next_answers(
     pool: Sequence[Answer],
     active: Sequence[Answer],
@@ -84,31 +98,30 @@ def next_answers(
     spans: Sequence[tuple[int, int]],
     count: int,
 ) -> list[Answer]:
-    """Up to ``count`` answers for one more round, split over the kinds by ``mix`` (kinds whose
-    accepted share lags the mix first, so they get the remainders); within a kind, answers in
-    sentences no accepted test covers yet come first, each pick marking its sentences covered.
-    A kind with too few answers left passes its places on."""
+    """Up to ``count`` answers for one more round: each place goes to the kind whose accepted
+    share lags the mix most (``places_by_deficit``); within a kind, answers in sentences no
+    accepted test covers yet come first, each pick marking its sentences covered. A place of a
+    kind with no answer left goes to the next kind that has one."""
     taken = {a.id for a in active}
     left = [a for a in pool if a.id not in taken]
     uncovered = set(range(len(spans))) - covered_sentences(candidates, spans)
     accepted = [c.answer.kind.question_kind for c in candidates if c.status == "accepted"]
-    behind = lagging(mix, accepted)
-    order = behind + [k for k in mix if k not in behind]
-    wanted = allocate({k: mix[k] for k in order}, count)
     picked: list[Answer] = []
-    carry = 0
-    for kind in order:
-        of_kind = [a for a in left if a.kind.question_kind == kind]
-        quota, carry = wanted[kind] + carry, 0
-        while quota and of_kind:
-            fresh = [a for a in of_kind if sentences_of(a, spans) & uncovered]
-            answer = (fresh or of_kind)[0]
-            of_kind.remove(answer)
-            picked.append(answer)
-            uncovered -= sentences_of(answer, spans)
-            quota -= 1
-        carry = quota
+    for kind in places_by_deficit(mix, accepted, count):
+        order = [kind, *(k for k in mix if k != kind)]
+        of_kind = next((found for k in order if (found := _of_kind(left, k))), [])
+        if not of_kind:
+            break
+        fresh = [a for a in of_kind if sentences_of(a, spans) & uncovered]
+        answer = (fresh or of_kind)[0]
+        left.remove(answer)
+        picked.append(answer)
+        uncovered -= sentences_of(answer, spans)
     return picked
+
+
+def _of_kind(answers: Sequence[Answer], kind: QuestionKind) -> list[Answer]:
+    return [a for a in answers if a.kind.question_kind == kind]
 
 
 def coverage_round(

@@ -52,6 +52,7 @@ def evaluate_cases(services: Services, cases: list[TestCase]) -> list[Verdict]:
         threshold=services.oracle_threshold,
         judge_threshold=settings.judge_threshold,
         concurrency=settings.concurrency,
+        judge_votes=settings.judge_votes,
     )
     flags = truncated_inputs(services.sut, queries)
     if flags is not None:
@@ -224,6 +225,7 @@ def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, An
         "test_cases": len(cases),
         "judged": sum(v.stage == "judge" for v in verdicts),
         "unjudged": sum(v.stage == "unjudged" for v in verdicts),
+        "judge_low_confidence": sum(v.judge_confident is False for v in verdicts),
         "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
         "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
         "bugs": sum(v.bug for v in verdicts),

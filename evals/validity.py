@@ -158,6 +158,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
         threshold=services.oracle_threshold,
         judge_threshold=services.settings.judge_threshold,
         concurrency=services.settings.concurrency,
+        judge_votes=services.settings.judge_votes,
     )
     return [v.bug for v in verdicts]
 

@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
+from cq2a.candidates import left_pending
 from cq2a.graph.state import ContextState
 from cq2a.nodes._events import emit_context_finished
 from cq2a.nodes._runtime import services
@@ -24,7 +25,7 @@ def cover(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     more = coverage_round(plan, answers, candidates, services(runtime).settings)
     if not more:
         emit_context_finished(passage.id, answers, candidates, coverage=reached)
-        return {"finished": [passage.id]}
+        return {"finished": [passage.id], "candidates": left_pending(candidates)}
     emit("coverage_round", context_id=passage.id, coverage=reached, answers=[a.id for a in more])
     next_plan = plan.model_copy(update={"coverage_rounds": plan.coverage_rounds + 1})
     return {"answers": more, "plans": [next_plan], "rounds": 0, "settled": False}

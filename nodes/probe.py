@@ -22,7 +22,7 @@ def probe(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     if not run.settings.probe_judge:
         return {"judge_probe": None}
     with tally_usage() as tally:
-        result = probe_judge(run.llm.judge, run.settings.judge_threshold)
+        result = probe_judge(run.llm.judge, run.settings.judge_threshold, run.settings.judge_votes)
     emit("judge_probe", passed=result.passed, detail=result.detail)
     if not result.passed:
         raise JudgeProbeFailed(

@@ -190,6 +190,23 @@ def test_oracle_stage_one_passes_without_judge_and_judge_decides_the_rest(script
     assert len(judge_requests) == 2  # the consistent-by-similarity case never reached the judge
 
 
+def test_the_judge_votes_and_its_median_decides(scripted_llm):
+    q_split = "What pact with the Frankish ruler did Rollo sign in 911?"
+    q_sure = "What document tied Rollo to the Frankish crown in the year 911?"
+    SUT_ANSWERS.update({q_split: "the pact at Saint-Clair-sur-Epte", q_sure: "England"})
+    script = two_question_script(SUT_ANSWERS)
+    script.judge = lambda gold, sut: [20, 80, 70] if "Saint-Clair" in sut else [0, 10, 5]
+    result = run(scripted_llm, script, questions_per_entity=2, judge_votes=3)
+
+    verdicts = {v.question: v for v in result["verdicts"]}
+    split, sure = verdicts[q_split], verdicts[q_sure]
+    assert split.judge_scores == [20, 80, 70] and split.judge_score == 70 and not split.bug
+    assert split.judge_confident is False  # one vote on the other side of 50
+    assert sure.judge_score == 5 and sure.bug and sure.judge_confident is True
+    judge_requests = [r for r in scripted_llm.requests if "gold_answer" in str(r.body["messages"])]
+    assert [r.body["n"] for r in judge_requests] == [3, 3]  # the votes are one request each
+
+
 def test_sut_is_called_in_batches(scripted_llm):
     questions = dict.fromkeys(
         [

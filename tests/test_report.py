@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cq2a import outputs as out
+from cq2a.diversity import suite_figures
 from cq2a.exports import (
     LABELING_SHEET,
     SQUAD,
@@ -27,6 +28,8 @@ from cq2a.models import (
     Attempt,
     Candidate,
     CheckResult,
+    ContextPlan,
+    Evidence,
     RejectReason,
     TestCase,
     Verdict,
@@ -75,6 +78,9 @@ def case(ans: Answer, context: str, question: str, similarity: float) -> TestCas
         attempts=1,
         votes=[ans.text] * 3,
         similarity=similarity,
+        evidence=[Evidence(start=at, end=at + len(ans.sentence), text=ans.sentence)]
+        if (at := context.find(ans.sentence)) >= 0
+        else [],
     )
 
 
@@ -182,6 +188,14 @@ def run_dir(tmp_path: Path) -> Path:
             "usage": {"total_tokens": 12345},
             "settings": {"judge_threshold": 50},
             "judge_probe": {"passed": False, "detail": "'Iceland' scored 100"},
+            "figures": suite_figures(
+                cases,
+                [
+                    ContextPlan(id="ctx-a", sentence_spans=[(0, 40), (41, 80)]),
+                    ContextPlan(id="ctx-b", sentence_spans=[(0, 30)]),
+                ],
+                {"entity": 0.8, "yesno": 0.2},
+            ).model_dump(),
         },
     )
     return directory
@@ -394,3 +408,12 @@ def test_console_errors_are_detected(tmp_path: Path) -> None:
     page.write_text("<html><body><script>missingFunction();</script></body></html>")
     result = run_chromium(page.as_uri(), tmp_path / "profile", "--dump-dom")
     assert any("Uncaught ReferenceError" in line for line in console_lines(result.stderr))
+
+
+def test_report_shows_the_mix_and_the_coverage_heat_map(run_dir: Path) -> None:
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    suite = html[html.index('<section id="suite">') :]
+    suite = suite[: suite.index("</section>")]
+    assert "Question mix not honoured" in suite  # 3 entity tests of 3 against a chosen 80%
+    assert "<td>yesno</td><td>20.0%</td><td>0.0%</td><td>0</td>" in suite
+    assert suite.count('class="heat"') == 2 and "cell on" in suite

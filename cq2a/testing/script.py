@@ -16,7 +16,8 @@ from cq2a.testing.scripted_server import ChatRequest, Rules
 
 QuestionsFn = Callable[[str, bool], list[dict[str, str]]]
 VotesFn = Callable[[str], list[str]]
-JudgeFn = Callable[[str, str], int]
+#: A score, or one score per choice of an ``n``-choice request (the judge's votes).
+JudgeFn = Callable[[str, str], int | list[int]]
 SutFn = Callable[[str], str]
 
 
@@ -77,7 +78,10 @@ class PipelineScript:
     def _judge(self, request: ChatRequest, index: int) -> dict[str, Any]:
         text = user_text(request)
         gold, sut = field_of(text, "gold_answer"), field_of(text, "sut_answer")
-        return {"score": self.judge(gold, sut), "explanation": f"{sut!r} vs {gold!r}"}
+        score = self.judge(gold, sut)
+        if isinstance(score, list):
+            score = score[index % len(score)]
+        return {"score": score, "explanation": f"{sut!r} vs {gold!r}: {score}"}
 
     def _sut(self, request: ChatRequest, index: int) -> str:
         assert self.sut is not None
