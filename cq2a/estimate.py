@@ -139,19 +139,27 @@ def estimate_contexts(
             "contexts": len(contexts),
             "sampled_contexts": sample,
         }
-    from cq2a.extraction import drop_long_sentences, select_entities
+    from cq2a.extraction import drop_long_sentences, target_pool
+    from cq2a.mix import parse_mix
     from cq2a.parsing import get_parser
+    from cq2a.steering import first_answers
 
     parser = get_parser(settings.parser)
     stages = {name: StageEstimate() for name in ("extract", "generate", "reask", "evaluate")}
     cap = settings.answers_per_context
+    mix = settings.mix()
+    others = {k: v for k, v in mix.items() if k != "relation"}
+    # A coverage round gives half of answers_per_context more answers, like the first ones.
+    extra = settings.coverage_rounds * max(1, cap // 2)
     slots_total = 0.0
     answers_total = 0.0
     for context in contexts:
-        relations = 0.0
-        if settings.relations:
+        relations = first_relations = 0.0
+        if "relation" in mix:
             limit_relations = max(1, cap // 3)
-            relations = min(float(limit_relations), rates.relations_per_context)
+            found = min(float(limit_relations), rates.relations_per_context)
+            first_relations = min(found, float(round(mix["relation"] * cap)))
+            relations = min(found, first_relations + round(mix["relation"] * extra))
             user = render_prompt(
                 "relation_extraction.user", context=context.context, limit=limit_relations
             )
@@ -161,14 +169,18 @@ def estimate_contexts(
                 rates.completion_per_relation_call,
             )
         parsed, _ = drop_long_sentences(parser.parse(context), settings.max_sentence_tokens)
-        entities = select_entities(parsed, context, settings.answers, cap - round(relations))
-        answers_total += len(entities) + relations
-        for answer in entities:
-            slots_total += add_answer(stages, settings, rates, context, answer, 1.0)
-        if relations and entities:
+        pool = target_pool(parsed, context, settings, [])
+        room = cap - round(first_relations)
+        picked = first_answers(pool, parse_mix(others), room) if others else []
+        more = extra - (relations - first_relations)
+        scale = (len(picked) + more) / len(picked) if picked else 0.0
+        answers_total += len(picked) * scale + relations
+        for answer in picked:
+            slots_total += add_answer(stages, settings, rates, context, answer, scale)
+        if relations and picked:
             # A relation answer's prompts are like an entity's; its slots are Table I's 10.
             slots_total += add_answer(
-                stages, settings, rates, context, entities[0], relations, relation=True
+                stages, settings, rates, context, picked[0], relations, relation=True
             )
     tests = slots_total * rates.accepted_per_slot
     judge_user = render_prompt(
@@ -181,7 +193,9 @@ def estimate_contexts(
     judge_prompt = tokens(load_prompt("judge.system"), judge_user)
     probes = 2 if settings.probe_judge else 0
     stages["evaluate"].add(
-        tests * rates.judged_per_test + probes, judge_prompt, rates.completion_per_judge
+        tests * rates.judged_per_test + probes,
+        judge_prompt,
+        rates.completion_per_judge * settings.judge_votes,  # the votes share one prompt
     )
     total = StageEstimate()
     for stage in stages.values():

@@ -87,6 +87,19 @@ def blank_out(sentence: str, answer: str) -> str:
     return f"{sentence[:at]}_____{sentence[at + len(answer) :]}"
 
 
+def blank_span(answer: Answer) -> str:
+    """The answer's sentence with the answer's own span (its character offsets) blanked, else
+    its first occurrence: a relation's verb where the triple was read ("They were _____ from
+    Norse raiders")."""
+    sentence = answer.evidence[0] if answer.evidence else None
+    if sentence is None or answer.start is None or answer.end is None:
+        return blank_out(answer.sentence, answer.text)
+    start, end = answer.start - sentence.start, answer.end - sentence.start
+    if not 0 <= start < end <= len(sentence.text):
+        return blank_out(answer.sentence, answer.text)
+    return f"{sentence.text[:start]}_____{sentence.text[end:]}"
+
+
 def generation_messages(
     answer: Answer, context: Context, count: int, feedback: str
 ) -> tuple[str, str]:
@@ -97,6 +110,7 @@ def generation_messages(
             "relation_questions.user",
             context=context.context,
             triple=answer.triple.as_text(),
+            cloze=blank_span(answer),
             feedback=feedback,
             count=count,
             answer=answer.text,

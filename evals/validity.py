@@ -27,33 +27,77 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from cq2a.answers import answer_tokens
-from cq2a.checks import answer_leaks_into_question, question_length_is_ok
+from cq2a.answers import answer_tokens, normalize_yes_no
+from cq2a.checks import (
+    answer_leaks_into_question,
+    question_has_its_form,
+    question_is_grounded,
+    question_length_is_ok,
+)
 from cq2a.comparison import compare_with_gold
 from cq2a.extraction import extract_context
 from cq2a.generation import generate_questions, new_slots
-from cq2a.models import Answer, AnswerKind, Attempt, Candidate, Context, TestCase
+from cq2a.models import UNANSWERABLE, Answer, AnswerKind, Attempt, Candidate, Context, TestCase
 from cq2a.oracle import compared_form, judge_verdicts
 from cq2a.reasking import reask
 from cq2a.services import Services, release_services, services_for
 from cq2a.settings import Settings
 from evals.runs import emit
 
+QuestionType = Literal["span", "yesno", "unanswerable"]
+
 
 class HumanQuestion(BaseModel):
     context: Context
     question: str
     answers: list[str]
-    #: an answer of another question of the same context with no word in common, if any
+    #: ``yesno`` for BoolQ's questions (gold "yes"/"no"), ``unanswerable`` for SQuAD 2.0's
+    #: impossible ones (gold ``UNANSWERABLE``), else ``span``
+    type: QuestionType = "span"
+    #: a wrong gold answer for the question: for a span, the answer of another question of
+    #: the same context with no word in common; for yes/no, the other label; for an
+    #: unanswerable question, none (its negative is an answerable question marked unanswerable)
     mismatched: str | None = None
 
 
-def sample_questions(path: Path, contexts: int, per_context: int, seed: int) -> list[HumanQuestion]:
-    """``per_context`` answerable human questions from each of ``contexts`` sampled records."""
+def human_question(
+    context: Context, qa: dict[str, Any], qas: list[dict], rng: Any
+) -> HumanQuestion:
+    """One human question of a record as the harness asks it."""
+    if qa.get("is_impossible") or not qa["answers"]:
+        return HumanQuestion(
+            context=context, question=qa["question"], answers=[UNANSWERABLE], type="unanswerable"
+        )
+    label = normalize_yes_no(qa["answers"][0])
+    if label is not None and all(normalize_yes_no(a) == label for a in qa["answers"]):
+        flipped = "no" if label == "yes" else "yes"
+        return HumanQuestion(
+            context=context, question=qa["question"], answers=[label], type="yesno",
+            mismatched=flipped,
+        )  # fmt: skip
+    words = set(answer_tokens(qa["answers"][0]))
+    others = [
+        q["answers"][0]
+        for q in qas
+        if q is not qa and q["answers"] and not words & set(answer_tokens(q["answers"][0]))
+    ]
+    return HumanQuestion(
+        context=context,
+        question=qa["question"],
+        answers=list(qa["answers"]),
+        mismatched=rng.choice(others) if others else None,
+    )
+
+
+def sample_questions(
+    path: Path, contexts: int, per_context: int, seed: int, unanswerable: int = 0
+) -> list[HumanQuestion]:
+    """``per_context`` answerable human questions from each of ``contexts`` sampled records,
+    and up to ``unanswerable`` of their impossible ones (SQuAD 2.0)."""
     rng = random.Random(seed)
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     records = [r for r in records if any(q["answers"] for q in r.get("qas", []))]
@@ -62,29 +106,34 @@ def sample_questions(path: Path, contexts: int, per_context: int, seed: int) -> 
     for record in chosen:
         context = Context(id=record["id"], context=record["context"])
         qas = [q for q in record["qas"] if q["answers"] and not q.get("is_impossible")]
-        for qa in rng.sample(qas, min(per_context, len(qas))):
-            words = set(answer_tokens(qa["answers"][0]))
-            others = [
-                q["answers"][0]
-                for q in qas
-                if q is not qa and not words & set(answer_tokens(q["answers"][0]))
-            ]
-            sampled.append(
-                HumanQuestion(
-                    context=context,
-                    question=qa["question"],
-                    answers=list(qa["answers"]),
-                    mismatched=rng.choice(others) if others else None,
-                )
-            )
+        impossible = [q for q in record["qas"] if q.get("is_impossible")]
+        picked = rng.sample(qas, min(per_context, len(qas)))
+        picked += rng.sample(impossible, min(unanswerable, len(impossible)))
+        sampled += [human_question(context, qa, qas, rng) for qa in picked]
     return sampled
 
 
-def as_answer(text: str, context: Context, services: Services) -> Answer:
-    """A human answer as the record an extracted one would be (for the checks)."""
+KIND_OF_TYPE = {
+    "span": AnswerKind.ENTITY_PHRASE,
+    "yesno": AnswerKind.YES_NO,
+    "unanswerable": AnswerKind.UNANSWERABLE,
+}
+
+
+def as_answer(
+    text: str, context: Context, services: Services, type: QuestionType = "span"
+) -> Answer:
+    """A human answer as the record an extracted one would be (for the checks); a yes/no or
+    unanswerable one is about the whole context (humans name no sentence)."""
     words = services.lemmatize(text)
     at = context.context.find(text)
     sentence = next((s for s in context.context.split(". ") if text in s), context.context)
+    if type != "span":
+        kind = AnswerKind.YES_NO if type == "yesno" else AnswerKind.UNANSWERABLE
+        return Answer(
+            id=f"{context.id}:h", context_id=context.id, kind=kind, text=text,
+            sentence=context.context, sentence_index=0,
+        )  # fmt: skip
     return Answer(
         id=f"{context.id}:h",
         context_id=context.id,
@@ -99,13 +148,25 @@ def as_answer(text: str, context: Context, services: Services) -> Answer:
     )
 
 
-def filter_outcome(services: Services, item: HumanQuestion, gold: str) -> dict[str, bool]:
-    """Which III-C rules a (question, gold answer) pair passes, re-ask and comparison included."""
+def filter_outcome(
+    services: Services, item: HumanQuestion, gold: str, type: QuestionType | None = None
+) -> dict[str, bool]:
+    """Which III-C rules a (question, gold answer) pair passes, re-ask and comparison included.
+    The rules are those of the question's kind, less those that read a generated explanation
+    (humans wrote none): a span's leakage and length, a yes/no question's form and length, an
+    unanswerable question's form, grounding and length."""
     settings = services.settings
-    answer = as_answer(gold, item.context, services)
-    leak = answer_leaks_into_question(
-        answer, item.question, services.lemmatize, settings.leak_rule
-    ).passed
+    type = type or item.type
+    answer = as_answer(gold, item.context, services, type)
+    if type == "span":
+        leak = answer_leaks_into_question(
+            answer, item.question, services.lemmatize, settings.leak_rule
+        ).passed
+    else:  # "no_leakage" stands for the kind's own checks of the question
+        own = [question_has_its_form(answer, item.question)]
+        if type == "unanswerable":
+            own.append(question_is_grounded(answer, item.question, services.lemmatize))
+        leak = all(check.passed for check in own)
     length = question_length_is_ok(
         item.question, settings.min_question_chars, settings.max_question_chars
     ).passed
@@ -138,7 +199,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
             context=item.context.context,
             question=item.question,
             answer=gold,
-            kind=AnswerKind.ENTITY_PHRASE,
+            kind=KIND_OF_TYPE[item.type],
             sentence="",
             explanation="",
             attempts=1,
@@ -167,7 +228,7 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
     """Generate questions for each context's first answers and re-ask every one of them."""
     settings = services.settings
     generated = on_target = 0
-    examples = []
+    examples: list[dict[str, Any]] = []
     for context in contexts:
         answers = extract_context(services, context).answers
         for answer in answers[:answers_per_context]:
@@ -213,6 +274,27 @@ def rate(values: list[bool]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
 
 
+def type_figures(
+    items: list[HumanQuestion],
+    positive: list[dict[str, bool]],
+    negative: list[dict[str, bool]],
+    alternate_bugs: list[bool],
+    wrong_bugs: list[bool],
+) -> dict[str, Any]:
+    rules = ("no_leakage", "length", "consistency")
+    return {
+        "questions": len(items),
+        "filter.human_accepted": rate([o["accepted"] for o in positive]),
+        "filter.per_rule_pass": {rule: rate([o[rule] for o in positive]) for rule in rules},
+        "filter.mismatched_rejected": rate([not o["accepted"] for o in negative]),
+        "filter.mismatched_pairs": len(negative),
+        "oracle.alternate_not_bug": rate([not bug for bug in alternate_bugs]),
+        "oracle.alternate_pairs": len(alternate_bugs),
+        "oracle.wrong_is_bug": rate(wrong_bugs),
+        "oracle.wrong_pairs": len(wrong_bugs),
+    }
+
+
 def measure(
     settings: Settings,
     data: Path,
@@ -220,65 +302,100 @@ def measure(
     per_context: int,
     seed: int,
     generate: bool = False,
+    unanswerable: int = 0,
 ) -> dict[str, Any]:
+    """The figures for every question type in the sample: ``span`` (SQuAD, NarrativeQA),
+    ``yesno`` (BoolQ; the negative is the other label) and ``unanswerable`` (SQuAD 2.0's
+    impossible questions, ``--unanswerable N`` per context; the negative is an answerable
+    question of the sample given the gold ``unanswerable``, and the oracle's alternate is an
+    abstention, its wrong answer a span). The top-level figures are the span questions', or
+    the only type sampled."""
     started = time.perf_counter()
     release_services()
     services = services_for(settings, "validity")
-    items = sample_questions(data, contexts, per_context, seed)
-    positive, mismatched = [], []
-    for number, item in enumerate(items, start=1):
-        positive.append(filter_outcome(services, item, item.answers[0]))
+    items = sample_questions(data, contexts, per_context, seed, unanswerable)
+    outcomes: dict[int, dict[str, bool]] = {}
+    negatives: dict[int, dict[str, bool]] = {}
+    spans = [i for i, item in enumerate(items) if item.type == "span"]
+    for number, item in enumerate(items):
+        outcomes[number] = filter_outcome(services, item, item.answers[0])
         if item.mismatched:
-            mismatched.append(filter_outcome(services, item, item.mismatched))
-        progress(f"filter {number}/{len(items)}: {item.question!r} accepted={positive[-1]}")
-    alternates = [
-        (item, item.answers[0], alternate)
-        for item in items
-        for alternate in dict.fromkeys(item.answers[1:])
-        if answer_tokens(alternate) != answer_tokens(item.answers[0])
+            negatives[number] = filter_outcome(services, item, item.mismatched)
+        progress(f"filter {number + 1}/{len(items)}: {item.question!r} {outcomes[number]}")
+    asked_unanswerable = any(item.type == "unanswerable" for item in items)
+    answerable_negatives = [
+        filter_outcome(services, items[i], UNANSWERABLE, type="unanswerable")
+        for i in (spans if asked_unanswerable else [])
     ]
-    wrong = [(item, item.answers[0], item.mismatched) for item in items if item.mismatched]
-    progress(f"oracle: {len(alternates)} alternate and {len(wrong)} wrong answers")
-    alternate_bugs = oracle_bugs(services, alternates)
-    wrong_bugs = oracle_bugs(services, wrong)  # type: ignore[arg-type]
-    rules = ("no_leakage", "length", "consistency")
+    oracle_cases: dict[str, list[tuple[HumanQuestion, str, str]]] = {}
+    for item in items:
+        alternates, wrong = (
+            oracle_cases.setdefault(f"{item.type}:alt", []),
+            oracle_cases.setdefault(f"{item.type}:wrong", []),
+        )
+        if item.type == "unanswerable":
+            alternates.append((item, UNANSWERABLE, "The passage does not say."))
+            other = next((o for o in items if o.type == "span" and o.context == item.context), None)
+            if other is not None:
+                wrong.append((item, UNANSWERABLE, other.answers[0]))
+            continue
+        alternates += [
+            (item, item.answers[0], alternate)
+            for alternate in dict.fromkeys(item.answers[1:])
+            if answer_tokens(alternate) != answer_tokens(item.answers[0])
+        ]
+        if item.mismatched:
+            wrong.append((item, item.answers[0], item.mismatched))
+    progress("oracle: " + ", ".join(f"{k} {len(v)}" for k, v in oracle_cases.items()))
+    bugs = {key: oracle_bugs(services, cases) for key, cases in oracle_cases.items()}
+    by_type: dict[str, Any] = {}
+    for kind in ("span", "yesno", "unanswerable"):
+        chosen = [i for i, item in enumerate(items) if item.type == kind]
+        if not chosen:
+            continue
+        negative = [negatives[i] for i in chosen if i in negatives]
+        if kind == "unanswerable":
+            negative = answerable_negatives
+        by_type[kind] = type_figures(
+            [items[i] for i in chosen],
+            [outcomes[i] for i in chosen],
+            negative,
+            bugs.get(f"{kind}:alt", []),
+            bugs.get(f"{kind}:wrong", []),
+        )
+    main_type = "span" if "span" in by_type else next(iter(by_type))
     figures: dict[str, Any] = {
         "data": str(data),
         "contexts": len({item.context.id for item in items}),
-        "questions": len(items),
-        "filter.human_accepted": rate([o["accepted"] for o in positive]),
-        "filter.per_rule_pass": {rule: rate([o[rule] for o in positive]) for rule in rules},
-        "filter.mismatched_rejected": rate([not o["accepted"] for o in mismatched]),
-        "filter.mismatched_pairs": len(mismatched),
-        "oracle.alternate_not_bug": rate([not bug for bug in alternate_bugs]),
-        "oracle.alternate_pairs": len(alternates),
-        "oracle.wrong_is_bug": rate(wrong_bugs),
-        "oracle.wrong_pairs": len(wrong),
-        "llm_errors": sum(o["llm_error"] for o in positive + mismatched),
+        **by_type[main_type],
+        "type": main_type,
+        "by_type": by_type,
+        "llm_errors": sum(o["llm_error"] for o in [*outcomes.values(), *negatives.values()]),
         "settings": {
             "leak_rule": settings.leak_rule,
             "votes": settings.votes,
+            "judge_votes": settings.judge_votes,
             "consistency_threshold": services.consistency_threshold,
             "oracle_threshold": services.oracle_threshold,
             "reasker": settings.reasker.model,
             "judge": settings.judge.model,
         },
         "rejected_human_examples": [
-            {"question": item.question, "answer": item.answers[0]}
-            | {k: v for k, v in outcome.items() if not v and k != "llm_error"}
-            for item, outcome in zip(items, positive, strict=True)
-            if not outcome["accepted"]
-        ][:10],
+            {"type": item.type, "question": item.question, "answer": item.answers[0]}
+            | {k: v for k, v in outcomes[i].items() if not v and k != "llm_error"}
+            for i, item in enumerate(items)
+            if not outcomes[i]["accepted"]
+        ][:12],
     }
     if generate:
-        chosen = list({item.context.id: item.context for item in items}.values())
-        figures["generation"] = targeting(services, chosen, answers_per_context=2)
+        chosen_contexts = list({item.context.id: item.context for item in items}.values())
+        figures["generation"] = targeting(services, chosen_contexts, answers_per_context=2)
         figures["targeting_rate"] = figures["generation"]["targeting_rate"]
     usage = services.llm.meter.total
     figures["llm_requests"] = usage.requests
     figures["tokens"] = usage.total_tokens
     figures["seconds"] = round(time.perf_counter() - started, 1)
-    figures["counts"] = dict(Counter(o["accepted"] for o in positive))
+    figures["counts"] = dict(Counter(o["accepted"] for o in outcomes.values()))
     release_services()
     return figures
 
@@ -290,11 +407,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-context", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generate", action="store_true", help="also measure targeting_rate")
+    parser.add_argument(
+        "--unanswerable", type=int, default=0, help="impossible questions per context (SQuAD 2.0)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     settings = Settings(cache_path="off")
     figures = measure(
-        settings, args.data, args.contexts, args.per_context, args.seed, generate=args.generate
+        settings,
+        args.data,
+        args.contexts,
+        args.per_context,
+        args.seed,
+        generate=args.generate,
+        unanswerable=args.unanswerable,
     )
     emit(figures, json.dumps(figures, indent=2), args.json)
 

@@ -152,3 +152,20 @@ def test_a_vote_that_restates_the_question_is_cut_to_its_answer(
     from cq2a.answers import strip_restated_question
 
     assert strip_restated_question(vote, question) == expected
+
+
+def test_a_relation_is_blanked_where_its_verb_was_read():
+    from cq2a.generation import blank_span
+    from cq2a.models import Answer, AnswerKind, Evidence
+
+    context = "Rollo signed a treaty. The Normans signed nothing else, and later signed more."
+    sentence = "The Normans signed nothing else, and later signed more."
+    at = context.index(sentence)
+    verb = context.rindex("signed")  # the second "signed" of the sentence
+    evidence = [Evidence(start=at, end=at + len(sentence), text=sentence)]
+    answer = Answer(id="c:r0", context_id="c", kind=AnswerKind.RELATION, text="signed",
+                    sentence=sentence, sentence_index=1, start=verb, end=verb + 6,
+                    evidence=evidence)  # fmt: skip
+    assert blank_span(answer) == "The Normans signed nothing else, and later _____ more."
+    loose = answer.model_copy(update={"evidence": []})
+    assert blank_span(loose) == "The Normans _____ nothing else, and later signed more."

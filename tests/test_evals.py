@@ -131,3 +131,58 @@ def test_validity_harness_on_human_questions_against_the_scripted_server(tmp_pat
     assert figures["oracle.wrong_pairs"] > 0 and figures["oracle.wrong_is_bug"] == 1.0
     for key in ("oracle.alternate_not_bug", "filter.human_accepted", "seconds", "llm_requests"):
         assert key in figures
+
+
+def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
+    """BoolQ-style yes/no questions and SQuAD 2.0-style impossible ones: a re-asker that gives
+    each its human answer (and abstains on the impossible ones) must have them accepted, the
+    other label and an answerable question marked unanswerable rejected, and the oracle must
+    pass an abstention and the same label and fail a span or the other label."""
+    from cq2a.models import UNANSWERABLE
+    from cq2a.settings import LLMSpec, Settings, SUTSpec
+    from cq2a.testing.script import PipelineScript
+    from evals import validity
+
+    context = ("Rollo signed a treaty with King Charles III of West Francia in 911. "
+               "The Normans later conquered England in 1066.")  # fmt: skip
+    qas = [
+        {"question": "did rollo sign a treaty with charles iii", "answers": ["True"]},
+        {"question": "did the normans conquer england in 911", "answers": ["False"]},
+        {"question": "In which year did the Normans conquer England?", "answers": ["1066"]},
+        {"question": "In which city did Rollo sign the treaty with King Charles?",
+         "answers": [], "is_impossible": True},
+    ]  # fmt: skip
+    data = tmp_path / "mixed.jsonl"
+    data.write_text(json.dumps({"id": "m1", "context": context, "qas": qas}) + "\n")
+    votes = {"did rollo sign a treaty with charles iii": "yes",
+             "did the normans conquer england in 911": "No, in 1066.",
+             "In which year did the Normans conquer England?": "1066"}  # fmt: skip
+
+    script = PipelineScript(
+        questions=lambda answer, feedback: [],
+        votes=lambda question: [votes.get(question, UNANSWERABLE)] * 5,
+        judge=lambda gold, sut: 5,
+    )
+    release_services()
+    with ScriptedLLMServer() as scripted:
+        script.install(scripted.rules)
+        spec = {"backend": "compatible", "base_url": scripted.base_url, "model": "scripted"}
+        settings = Settings(
+            generator=LLMSpec(**spec),
+            reasker=LLMSpec(**spec),
+            judge=LLMSpec(**spec, temperature=0.0),
+            sut=SUTSpec(kind="callable", model="evals.bench:unsure_sut"),
+            cache_path="off",
+        )
+        figures = validity.measure(settings, data, 1, 3, seed=0, unanswerable=1)
+    yes_no, unanswerable = figures["by_type"]["yesno"], figures["by_type"]["unanswerable"]
+    assert yes_no["questions"] == 2 and yes_no["filter.human_accepted"] == 1.0
+    assert yes_no["filter.mismatched_pairs"] == 2 and yes_no["filter.mismatched_rejected"] == 1.0
+    assert yes_no["oracle.wrong_is_bug"] == 1.0  # the other label
+    assert unanswerable["questions"] == 1 and unanswerable["filter.human_accepted"] == 1.0
+    # the answerable question given the gold "unanswerable": the re-asker answers it: rejected
+    assert unanswerable["filter.mismatched_pairs"] == 1
+    assert unanswerable["filter.mismatched_rejected"] == 1.0
+    assert unanswerable["oracle.alternate_not_bug"] == 1.0  # "The passage does not say."
+    assert unanswerable["oracle.wrong_is_bug"] == 1.0  # a span where none is
+    assert figures["type"] == "span" and figures["questions"] == 1
