@@ -400,6 +400,34 @@ def measure(
     return figures
 
 
+def leak_rule_cost(data: Path, settings: Settings) -> dict[str, Any]:
+    """What each leakage rule costs on human data (no LLM): the share of every answerable
+    human span question of the file that the rule would reject as leaking its own answer."""
+    services = services_for(settings, "validity-leak")
+    rng = random.Random(0)
+    records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line]
+    items = [
+        human_question(Context(id=r["id"], context=r["context"]), qa, r["qas"], rng)
+        for r in records
+        for qa in r.get("qas", [])
+        if qa["answers"] and not qa.get("is_impossible")
+    ]
+    items = [item for item in items if item.type == "span"]
+    flagged: dict[str, Any] = {}
+    for rule in ("paper", "strict"):
+        leaks = [
+            not answer_leaks_into_question(
+                as_answer(item.answers[0], item.context, services),
+                item.question,
+                services.lemmatize,
+                rule,
+            ).passed
+            for item in items
+        ]
+        flagged[rule] = {"rejected": rate(leaks), "questions": len(items)}
+    return {"data": str(data), "leak_rule_rejects_human_questions": flagged}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True)
@@ -410,9 +438,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--unanswerable", type=int, default=0, help="impossible questions per context (SQuAD 2.0)"
     )
+    parser.add_argument(
+        "--leak-rules",
+        action="store_true",
+        help="only what each leakage rule rejects of the file's human questions (no LLM)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     settings = Settings(cache_path="off")
+    if args.leak_rules:
+        cost = leak_rule_cost(args.data, settings)
+        emit(cost, json.dumps(cost, indent=2), args.json)
+        return
     figures = measure(
         settings,
         args.data,

@@ -186,3 +186,13 @@ def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
     assert unanswerable["oracle.alternate_not_bug"] == 1.0  # "The passage does not say."
     assert unanswerable["oracle.wrong_is_bug"] == 1.0  # a span where none is
     assert figures["type"] == "span" and figures["questions"] == 1
+
+
+def test_the_paper_leak_rule_rejects_fewer_human_questions_than_the_strict_one():
+    from cq2a.settings import Settings
+    from evals import validity
+
+    cost = validity.leak_rule_cost(recall.SHIPPED, Settings(cache_path="off"))
+    rejected = cost["leak_rule_rejects_human_questions"]
+    assert rejected["paper"]["questions"] == rejected["strict"]["questions"] > 300
+    assert rejected["paper"]["rejected"] < 0.02 < rejected["strict"]["rejected"]
