@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cq2a.answers import is_abstention, normalize_yes_no
+from cq2a.answers import answer_tokens, is_abstention, normalize_yes_no
 from cq2a.candidates import at_step, reject, settle, with_attempt
 from cq2a.embeddings import SimilarityPairs
 from cq2a.models import Candidate, RejectReason
@@ -21,6 +21,41 @@ def exact_agreement(gold: str, majority: str) -> float | None:
     if is_abstention(gold):
         return float(is_abstention(majority))
     return None
+
+
+#: A yes/no gold answer needs this share of the votes: with two possible answers, a bare
+#: majority (3 of 5) is too close to a coin toss to show the question is answered by its label.
+YES_NO_AGREEMENT = 0.8
+_COORDINATION = frozenset({"and", "or"})
+
+
+def one_item_of_a_list(gold: str, majority: str) -> bool:
+    """Whether the majority answer is a list ("Frankish and Roman-Gaulish") of which the gold
+    is one item ("Frankish"): the question asks for the list, and its gold answer is incomplete
+    however similar the two are."""
+    said, wanted = answer_tokens(majority), answer_tokens(gold)
+    size = len(wanted)
+    if not wanted or len(said) <= size:
+        return False
+    for start in range(len(said) - size + 1):
+        if said[start : start + size] == wanted:
+            rest = said[:start] + said[start + size :]
+            return bool(_COORDINATION & set(rest)) or "," in majority
+    return False
+
+
+def agrees_with_gold(candidate: Candidate, votes: int, similarity: float, threshold: float) -> bool:
+    """III-C2 step 2's decision for one candidate, given its similarity (``exact_agreement``
+    for yes/no and unanswerable golds): at least ``threshold``; for a yes/no gold, by at least
+    ``YES_NO_AGREEMENT`` of the votes; never for a gold that is one item of the majority's
+    list."""
+    attempt = candidate.current
+    gold, majority = candidate.answer.text, attempt.majority_answer or ""
+    if similarity < threshold or one_item_of_a_list(gold, majority):
+        return False
+    if normalize_yes_no(gold) is not None:
+        return attempt.majority_count >= YES_NO_AGREEMENT * votes
+    return True
 
 
 def compare_with_gold(
@@ -40,7 +75,8 @@ def compare_with_gold(
     for candidate, score in zip(candidates, scores, strict=True):
         exact = exact_agreement(candidate.answer.text, candidate.current.majority_answer or "")
         score = round(float(score if exact is None else exact), 4)
-        if score >= threshold:
+        votes = len(candidate.current.votes) or 1
+        if agrees_with_gold(candidate, votes, score, threshold):
             compared.append(with_attempt(candidate, similarity=score))
         else:
             compared.append(reject(candidate, RejectReason.INCONSISTENT, similarity=score))

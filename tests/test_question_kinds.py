@@ -263,3 +263,35 @@ def test_diversity_of_a_suite() -> None:
     assert found.top_openings["What"] == pytest.approx(2 / 3, abs=1e-3)
     assert found.mean_question_similarity == 0.5
     assert opening("in which year?") == "In"
+
+
+def test_a_gold_that_is_one_item_of_the_answers_list_is_incomplete() -> None:
+    from cq2a.comparison import one_item_of_a_list
+
+    assert one_item_of_a_list("Frankish", "Frankish and Roman-Gaulish")
+    assert one_item_of_a_list("Iceland", "Denmark, Iceland and Norway")
+    assert not one_item_of_a_list("10th century", "the first half of the 10th century")
+    assert not one_item_of_a_list("Denmark, Iceland and Norway", "Denmark, Iceland, and Norway")
+    assert not one_item_of_a_list("Rollo", "Richard")
+
+
+def test_a_yes_no_gold_needs_four_votes_of_five() -> None:
+    from cq2a.comparison import compare_with_gold
+
+    target = _answer(1, AnswerKind.YES_NO, 0).model_copy(update={"text": "yes"})
+
+    def voted(votes: list[str]) -> Candidate:
+        yes = sum(v == "yes" for v in votes)
+        attempt = Attempt(number=1, question="Is it?", explanation="e", votes=votes,
+                          majority_answer="yes", majority_count=yes)  # fmt: skip
+        return Candidate(id="c:1:q0", context_id="c", answer=target, slot=0, attempts=[attempt],
+                         next_step="compare")  # fmt: skip
+
+    def never_called(a: list[str], b: list[str]) -> list[float]:
+        return [0.0] * len(a)
+
+    weak, strong = compare_with_gold(
+        [voted(["yes"] * 3 + ["no"] * 2), voted(["yes"] * 4 + ["no"])], never_called, 0.74
+    )
+    assert weak.current.reasons == [RejectReason.INCONSISTENT] and weak.current.similarity == 1.0
+    assert not strong.current.reasons
