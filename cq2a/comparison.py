@@ -35,12 +35,12 @@ def one_item_of_a_list(gold: str, majority: str) -> bool:
     however similar the two are."""
     said, wanted = answer_tokens(majority), answer_tokens(gold)
     size = len(wanted)
-    if not wanted or len(said) <= size:
+    if not wanted or len(said) <= size or normalize_yes_no(gold) is not None:
         return False
     for start in range(len(said) - size + 1):
         if said[start : start + size] == wanted:
             rest = said[:start] + said[start + size :]
-            return bool(_COORDINATION & set(rest)) or "," in majority
+            return bool(_COORDINATION & set(rest))
     return False
 
 

@@ -91,12 +91,30 @@ def test_greedy_schedule_counts_latencies():
     assert bench.greedy_schedule([[1, 1, 1]], final=0, concurrency=4) == 3
 
 
+def scripted_validity(script, data, *args, **kwargs):
+    """``evals.validity.measure`` with every LLM role played by ``script``."""
+    from cq2a.settings import LLMSpec, Settings, SUTSpec
+    from evals import validity
+
+    release_services()
+    with ScriptedLLMServer() as scripted:
+        script.install(scripted.rules)
+        spec = {"backend": "compatible", "base_url": scripted.base_url, "model": "scripted"}
+        settings = Settings(
+            generator=LLMSpec(**spec),
+            reasker=LLMSpec(**spec),
+            judge=LLMSpec(**spec, temperature=0.0),
+            sut=SUTSpec(kind="callable", model="evals.bench:unsure_sut"),
+            cache_path="off",
+        )
+        return validity.measure(settings, data, *args, **kwargs)
+
+
 def test_validity_harness_on_human_questions_against_the_scripted_server(tmp_path):
     """The re-asker answers each human question with its human answer, and the judge clears an
     answer that shares a word with the gold: the harness must then accept the human pairs,
     reject the mismatched ones, and tell alternate answers from wrong ones."""
     from cq2a.answers import answer_tokens
-    from cq2a.settings import LLMSpec, Settings, SUTSpec
     from cq2a.testing.script import PipelineScript
     from evals import validity
 
@@ -111,18 +129,7 @@ def test_validity_harness_on_human_questions_against_the_scripted_server(tmp_pat
         votes=lambda question: [human.get(question, "nothing at all")] * 5,
         judge=judge,
     )
-    release_services()
-    with ScriptedLLMServer() as scripted:
-        script.install(scripted.rules)
-        spec = {"backend": "compatible", "base_url": scripted.base_url, "model": "scripted"}
-        settings = Settings(
-            generator=LLMSpec(**spec),
-            reasker=LLMSpec(**spec),
-            judge=LLMSpec(**spec, temperature=0.0),
-            sut=SUTSpec(kind="callable", model="evals.bench:unsure_sut"),
-            cache_path="off",
-        )
-        figures = validity.measure(settings, recall.SHIPPED, 2, 3, seed=1)
+    figures = scripted_validity(script, recall.SHIPPED, 2, 3, seed=1)
     assert figures["questions"] == len(items) >= 4 and figures["llm_errors"] == 0
     assert figures["filter.per_rule_pass"]["consistency"] == 1.0
     long_enough = sum(len(item.question) >= 26 for item in items) / len(items)
@@ -139,9 +146,7 @@ def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
     other label and an answerable question marked unanswerable rejected, and the oracle must
     pass an abstention and the same label and fail a span or the other label."""
     from cq2a.models import UNANSWERABLE
-    from cq2a.settings import LLMSpec, Settings, SUTSpec
     from cq2a.testing.script import PipelineScript
-    from evals import validity
 
     context = ("Rollo signed a treaty with King Charles III of West Francia in 911. "
                "The Normans later conquered England in 1066.")  # fmt: skip
@@ -163,18 +168,7 @@ def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
         votes=lambda question: [votes.get(question, UNANSWERABLE)] * 5,
         judge=lambda gold, sut: 5,
     )
-    release_services()
-    with ScriptedLLMServer() as scripted:
-        script.install(scripted.rules)
-        spec = {"backend": "compatible", "base_url": scripted.base_url, "model": "scripted"}
-        settings = Settings(
-            generator=LLMSpec(**spec),
-            reasker=LLMSpec(**spec),
-            judge=LLMSpec(**spec, temperature=0.0),
-            sut=SUTSpec(kind="callable", model="evals.bench:unsure_sut"),
-            cache_path="off",
-        )
-        figures = validity.measure(settings, data, 1, 3, seed=0, unanswerable=1)
+    figures = scripted_validity(script, data, 1, 3, seed=0, unanswerable=1)
     yes_no, unanswerable = figures["by_type"]["yesno"], figures["by_type"]["unanswerable"]
     assert yes_no["questions"] == 2 and yes_no["filter.human_accepted"] == 1.0
     assert yes_no["filter.mismatched_pairs"] == 2 and yes_no["filter.mismatched_rejected"] == 1.0
