@@ -45,6 +45,7 @@ class Rates(BaseModel):
     relations_per_context: float = 0.0
     completion_per_question: float = 68.0
     completion_per_vote: float = 6.3
+    #: Completion tokens of one judge vote (a request carries ``judge_votes`` of them).
     completion_per_judge: float = 54.0
     completion_per_relation_call: float = 105.0
     #: Measured on a run; None: one request when the re-asker honours ``n``, else one per vote.
@@ -78,8 +79,10 @@ class Rates(BaseModel):
             relations_per_context=counts["answers"].get("relation", 0) / max(1, counts["contexts"]),
             completion_per_question=per("generate", len(asked), defaults.completion_per_question),
             completion_per_vote=per("reask", votes, defaults.completion_per_vote),
-            completion_per_judge=per(
-                "evaluate", usage["evaluate"]["requests"], defaults.completion_per_judge
+            completion_per_judge=per(  # per vote: a judge request carries judge_votes of them
+                "evaluate",
+                usage["evaluate"]["requests"] * record["settings"].get("judge_votes", 1),
+                defaults.completion_per_judge,
             ),
             completion_per_relation_call=per(
                 "extract", relation_calls, defaults.completion_per_relation_call

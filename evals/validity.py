@@ -148,6 +148,10 @@ def as_answer(
     )
 
 
+#: (question, gold) -> the re-asker's majority answer and its similarity, for the examples
+MAJORITY: dict[tuple[str, str], tuple[str | None, float | None]] = {}
+
+
 def filter_outcome(
     services: Services, item: HumanQuestion, gold: str, type: QuestionType | None = None
 ) -> dict[str, bool]:
@@ -179,6 +183,10 @@ def filter_outcome(
         [voted], services.embedder.similarity_pairs, services.consistency_threshold
     )
     consistent = voted.error is None and not compared.current.rejected
+    MAJORITY[(item.question, gold)] = (
+        compared.current.majority_answer,
+        compared.current.similarity,
+    )
     return {
         "no_leakage": leak,
         "length": length,
@@ -272,6 +280,20 @@ def progress(line: str) -> None:
 
 def rate(values: list[bool]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
+
+
+def rejected_example(item: HumanQuestion, outcome: dict[str, bool]) -> dict[str, Any]:
+    """A rejected human question, the rules it failed, and what the re-asker answered."""
+    majority, similarity = MAJORITY.get((item.question, item.answers[0]), (None, None))
+    failed = {k: v for k, v in outcome.items() if not v and k != "llm_error"}
+    return {
+        "type": item.type,
+        "question": item.question,
+        "answer": item.answers[0],
+        **failed,
+        "majority": majority,
+        "similarity": similarity,
+    }
 
 
 def type_figures(
@@ -381,8 +403,7 @@ def measure(
             "judge": settings.judge.model,
         },
         "rejected_human_examples": [
-            {"type": item.type, "question": item.question, "answer": item.answers[0]}
-            | {k: v for k, v in outcomes[i].items() if not v and k != "llm_error"}
+            rejected_example(item, outcomes[i])
             for i, item in enumerate(items)
             if not outcomes[i]["accepted"]
         ][:12],
