@@ -36,6 +36,7 @@ from cq2a.models import Answer, Candidate, Context, Skip, Verdict
 from cq2a.preflight import JudgeProbeFailed, PreflightFailed
 from cq2a.services import release_services, services_for
 from cq2a.settings import Settings
+from cq2a.suite import suite_counts
 
 EventHandler = Callable[[dict[str, Any]], None]
 
@@ -583,13 +584,5 @@ def write_results(
         "rejection_reasons": dict(reasons),
         "accepted_by_kind": dict(Counter(case.kind.value for case in cases)),
         "accepted_by_question_kind": dict(Counter(c.kind.question_kind for c in cases)),
-        "test_cases": len(cases),
-        "judged": sum(v.stage == "judge" for v in verdicts),
-        "unjudged": sum(v.stage == "unjudged" for v in verdicts),
-        "judge_low_confidence": sum(v.judge_confident is False for v in verdicts),
-        "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
-        "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
-        "bugs": len(bugs),
-        "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
-        "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
+        **suite_counts(cases, verdicts),
     }

@@ -221,6 +221,7 @@ def retry_state(out_dir: Path) -> tuple[list[TestCase], list[Verdict], Usage]:
 
 
 def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
+    """The counts run.json keeps of a suite's verdicts (``cq2a run`` and ``cq2a test``)."""
     return {
         "test_cases": len(cases),
         "judged": sum(v.stage == "judge" for v in verdicts),
@@ -230,6 +231,7 @@ def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, An
         "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
         "bugs": sum(v.bug for v in verdicts),
         "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
+        "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
     }
 
 
