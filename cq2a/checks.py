@@ -193,9 +193,16 @@ def is_yes_no_question(question: str) -> bool:
     return bool(first) and first[0] in YES_NO_OPENERS
 
 
+#: The blank a generation prompt shows where the target stands (``cq2a.generation``).
+BLANK = "___"
+
+
 def question_has_its_form(answer: Answer, question: str) -> CheckResult:
-    """A yes/no target needs a yes/no question; an unanswerable one must not be one (its only
-    honest answer would be "no", not an abstention)."""
+    """A question stands on its own: it does not copy the prompt's blank ("... incursions of
+    _____ war bands ..."). A yes/no target needs a yes/no question; an unanswerable one must
+    not be one (its only honest answer would be "no", not an abstention)."""
+    if BLANK in question:
+        return CheckResult(name=FORM, passed=False, detail="copies the blank of its prompt")
     yes_no = is_yes_no_question(question)
     if answer.kind is AnswerKind.YES_NO and not yes_no:
         return CheckResult(name=FORM, passed=False, detail="not a yes/no question")
@@ -277,6 +284,7 @@ def check_question(
         answer_leaks_into_question(answer, question, lemmatize, leak_rule),
         length,
         question_mentions_both_entities(answer, question),
+        question_has_its_form(answer, question),
     ]
     if kind == "multi_sentence":
         results.append(question_uses_both_sentences(answer, question, lemmatize))

@@ -295,3 +295,14 @@ def test_a_yes_no_gold_needs_four_votes_of_five() -> None:
     )
     assert weak.current.reasons == [RejectReason.INCONSISTENT] and weak.current.similarity == 1.0
     assert not strong.current.reasons
+
+
+def test_a_question_that_copies_the_prompts_blank_is_rejected(parser, lemmatize) -> None:
+    # written by the offline generator for "Norse" in a real run
+    context, parse = parsed(parser, ROWS[3])
+    target = next(a for a in extract_asked(parse, context) if a.text == "Norse")
+    question = ("Which war bands did the initially destructive incursions of _____ war bands "
+                "into the rivers of France evolve into?")  # fmt: skip
+    assert checked(target, question, "The passage says Norse war bands.", lemmatize) == [
+        RejectReason.WRONG_FORM
+    ]
