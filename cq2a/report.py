@@ -32,6 +32,8 @@ from cq2a.models import AnswerKind, Attempt, RejectReason, TestCase
 REPORT = "report.html"
 NO_TESTS = '<p class="empty">No accepted tests.</p>'
 KINDS = [kind.value for kind in AnswerKind]
+#: The kinds whose answer is a span the context view marks (yes/no and unanswerable are not).
+SPAN_KINDS = [k.value for k in AnswerKind if k.question_kind not in ("yesno", "unanswerable")]
 STAGES = [
     ("answers", "Extracted answers"),
     ("generated", "Questions generated"),
@@ -482,6 +484,10 @@ def suite_html(data: RunData) -> str:
 
 
 def answer_span(case: TestCase, sentence: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Where the test's answer stands; none for a yes/no or unanswerable test, whose answer is
+    not a span (its evidence is shaded instead)."""
+    if case.kind.question_kind in ("yesno", "unanswerable"):
+        return None
     text = case.context
     if case.start is not None and case.end is not None and 0 <= case.start < case.end <= len(text):
         return case.start, case.end
@@ -565,7 +571,7 @@ def contexts_html(data: RunData) -> str:
         blocks.append(f'<p class="muted">No accepted tests: {e(", ".join(untested))}</p>')
     legend = (
         '<div class="legend"><span class="sent">sentence used</span>'
-        + "".join(f'<mark class="ans {k}">{k}</mark>' for k in KINDS)
+        + "".join(f'<mark class="ans {k}">{k}</mark>' for k in SPAN_KINDS)
         + '<mark class="ans bug">answer with a bug</mark></div>'
     )
     return (
