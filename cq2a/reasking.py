@@ -23,8 +23,14 @@ from cq2a.prompts_loader import load_prompt, render_prompt
 def reask_prompt(answer: Answer) -> str:
     """Table II's re-asking prompt; for an unanswerable target, the same with the option to say
     the context does not answer (the re-asker must be able to abstain for its votes to verify
-    one)."""
-    return "reask_abstain.system" if answer.kind is AnswerKind.UNANSWERABLE else "reask.system"
+    one); for a yes/no target, one that says when the answer is no (a statement with another
+    name, place or number than the context's), which the span prompt's "answer yes or no" line
+    left the model to guess: it answered yes to most of them."""
+    if answer.kind is AnswerKind.UNANSWERABLE:
+        return "reask_abstain.system"
+    if answer.kind is AnswerKind.YES_NO:
+        return "reask_yesno.system"
+    return "reask.system"
 
 
 def reask(

@@ -73,6 +73,7 @@ def server(spacy_parser):
             scripted.rules.on(marker(f"{kind}_questions.system"), write_questions)
         scripted.rules.on(marker("reask.system"), reask)
         scripted.rules.on(marker("reask_abstain.system"), reask)
+        scripted.rules.on(marker("reask_yesno.system"), reask)
         scripted.rules.on(marker("judge.system"), {"score": 0, "explanation": "differs"})
         yield scripted
     release_services()

@@ -30,6 +30,7 @@ from cq2a.models import (
 )
 from cq2a.oracle import answer_type_mismatch
 from cq2a.parsing import lemmatizer
+from cq2a.reasking import reask_prompt
 from cq2a.steering import coverage, first_answers, next_answers
 from cq2a.sut.base import check_answers
 from cq2a.targets import bridges, multi_sentence_targets, unanswerable_targets, yes_no_targets
@@ -77,6 +78,16 @@ def test_yes_no_targets_alternate_and_balance_over_contexts(parser) -> None:
             assert all(e.found_in(row["context"]) for e in target.evidence)
         labels.append(targets[0].text)
     assert 0.3 <= labels.count("yes") / len(labels) <= 0.7  # first labels spread by context id
+
+
+def test_each_kind_is_reasked_with_its_own_prompt(parser) -> None:
+    context, parse = parsed(parser, ROWS[0])
+    yes_no = yes_no_targets(parse, context)[0]
+    unanswerable = unanswerable_targets(parse, context)[0]
+    entity = extract_asked(parse, context)[0]
+    assert reask_prompt(yes_no) == "reask_yesno.system"
+    assert reask_prompt(unanswerable) == "reask_abstain.system"
+    assert reask_prompt(entity) == "reask.system"
 
 
 def test_unanswerable_targets_anchor_statements(parser) -> None:

@@ -55,6 +55,7 @@ class PipelineScript:
             rules.on(marker(f"{kind}_questions.system"), self._generate)
         rules.on(marker("reask.system"), self._reask)
         rules.on(marker("reask_abstain.system"), self._reask)
+        rules.on(marker("reask_yesno.system"), self._reask)
         rules.on(marker("judge.system"), self._judge)
         if self.sut is not None:
             rules.on(marker("sut_answer"), self._sut)
