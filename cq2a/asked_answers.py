@@ -16,7 +16,8 @@ same parse:
 and keeps the paper's phrases and words (``cq2a.extraction``). ``rank_answers`` orders them in
 tiers (names and numbers, then noun chunks, then the rest), each tier taking the sentences in
 turn so a budget is spread over the whole context; within a sentence, answers inside brackets
-and adjectives come last, and an answer whose normalised text an earlier one has is dropped.
+and adjectives come last; one item of a list ("Europe" in "Europe and the Near East") comes after
+the rest of its tier; and an answer whose normalised text an earlier one has is dropped.
 ``evals.recall`` measures how many human answers a budget keeps.
 """
 
@@ -42,6 +43,8 @@ CHUNK_RIGHT_DEPRELS = frozenset({"flat", "flat:name", "fixed", "compound"})
 LEADING_UPOS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART"})
 TRAILING_UPOS = frozenset({"PUNCT", "CCONJ", "ADP", "DET", "PART"})
 NOUN_UPOS = frozenset({"NOUN", "PROPN"})
+#: Heads of the list items ``is_list_item`` ranks last: names, nouns, numbers and adjectives.
+LIST_UPOS = frozenset({"NOUN", "PROPN", "NUM", "ADJ"})
 #: UD relations of clauses embedded in a sentence.
 CLAUSE_DEPRELS = frozenset({"advcl", "xcomp", "ccomp", "acl", "acl:relcl", "csubj"})
 MAX_CLAUSE_TOKENS = 14
@@ -209,6 +212,23 @@ def is_aside(answer: Answer, text: str) -> bool:
     return answer.upos == "ADJ" or before.count("(") > before.count(")")
 
 
+def is_list_item(answer: Answer, sentence: Sentence | None) -> bool:
+    """One item of a list whose other items lie outside the answer ("Europe" in "medieval
+    Europe and even the Near East"): a question about it has the whole list for its answer
+    unless it names the other items, which generated questions seldom do (the demo's
+    "Which region ... did the Norman dynasty have a major impact on?" for "Europe")."""
+    if sentence is None or answer.start is None or answer.end is None:
+        return False
+    inside = {t.index for t in sentence.tokens if answer.start <= t.start and t.end <= answer.end}
+    heads = [sentence.token(i) for i in inside if sentence.token(i).head not in inside]
+    if len(heads) != 1 or heads[0].upos not in LIST_UPOS:
+        return False
+    head = heads[0]
+    first = head.head if head.deprel == "conj" else head.index
+    items = {first} | {t.index for t in sentence.tokens if t.deprel == "conj" and t.head == first}
+    return bool(items - inside)
+
+
 def _by_sentence(answers: Iterable[Answer], text: str) -> list[Answer]:
     """One answer from each sentence in turn; within a sentence asides last, then by kind and
     position."""
@@ -223,10 +243,13 @@ def _by_sentence(answers: Iterable[Answer], text: str) -> list[Answer]:
     return [a for layer in zip_longest(*queues.values()) for a in layer if a is not None]
 
 
-def rank_answers(answers: Sequence[Answer], text: str, budget: int | None = None) -> list[Answer]:
-    """The answers of the context ``text`` in the order a budget keeps them: tier by tier
-    (``TIERS``), each tier taking the sentences in turn; an answer whose SQuAD-normalised text an
-    earlier one has is dropped."""
+def rank_answers(
+    answers: Sequence[Answer], parsed: ParsedContext, text: str, budget: int | None = None
+) -> list[Answer]:
+    """The answers of the context ``text`` (parsed as ``parsed``) in the order a budget keeps
+    them: tier by tier (``TIERS``), each tier taking the sentences in turn, its single items of
+    a list last; an answer whose SQuAD-normalised text an earlier one has is dropped."""
+    sentences = {s.index: s for s in parsed.sentences}
     seen: set[str] = set()
     ranked: list[Answer] = []
     for tier in TIERS:
@@ -236,7 +259,10 @@ def rank_answers(answers: Sequence[Answer], text: str, budget: int | None = None
             if key and key not in seen:
                 seen.add(key)
                 fresh.append(answer)
-        ranked += _by_sentence(fresh, text)  # again: a sentence left only repeats is skipped
+        # again: a sentence left only repeats is skipped; single items of a list after the rest
+        items = [a for a in fresh if is_list_item(a, sentences.get(a.sentence_index))]
+        rest = [a for a in fresh if a not in items]
+        ranked += _by_sentence(rest, text) + _by_sentence(items, text)
     return ranked if budget is None else ranked[: max(budget, 0)]
 
 
@@ -245,5 +271,5 @@ def extract_asked(
 ) -> list[Answer]:
     """The ranked answers of one context, the first ``limit`` of them, with ids
     ``{context.id}:e{n}`` in rank order (a smaller limit yields a prefix of a larger one)."""
-    ranked = rank_answers(asked_answers(parsed, context), context.context, limit)
+    ranked = rank_answers(asked_answers(parsed, context), parsed, context.context, limit)
     return [a.model_copy(update={"id": f"{context.id}:e{n}"}) for n, a in enumerate(ranked)]

@@ -14,6 +14,7 @@ from cq2a.asked_answers import (
     TIERS,
     asked_answers,
     extract_asked,
+    is_list_item,
     rank_answers,
     trim_edges,
 )
@@ -135,9 +136,39 @@ def test_trim_edges_drops_determiners_and_prepositions() -> None:
 
 
 def test_rank_answers_budget_zero_and_none() -> None:
-    assert rank_answers([], "", 5) == []
+    unparsed = ParsedContext(context_id="c", parser="none", sentences=[])
+    assert rank_answers([], unparsed, "", 5) == []
     answer = Answer(id="", context_id="c", kind=AnswerKind.NUMBER, text="911", sentence="In 911.",
                     sentence_index=0, start=3, end=6)  # fmt: skip
     duplicate = answer.model_copy(update={"kind": AnswerKind.NOUN_CHUNK})
-    assert rank_answers([answer, duplicate], "In 911.") == [answer]
-    assert rank_answers([answer], "In 911.", 0) == []
+    assert rank_answers([answer, duplicate], unparsed, "In 911.") == [answer]
+    assert rank_answers([answer], unparsed, "In 911.", 0) == []
+
+
+def test_one_item_of_a_list_is_told_from_the_whole_list(parser) -> None:
+    context, parsed = parsed_row(parser, "squad2-0001")
+    # "The Norman dynasty had a major ... impact on medieval Europe and even the Near East."
+    sentence = next(s for s in parsed.sentences if "Near East" in s.text)
+
+    def span(text: str) -> Answer:
+        start = context.context.index(text, sentence.start)
+        return Answer(id="", context_id=context.id, kind=AnswerKind.NAMED_ENTITY, text=text,
+                      sentence=sentence.text, sentence_index=sentence.index, start=start,
+                      end=start + len(text))  # fmt: skip
+
+    assert is_list_item(span("Europe"), sentence)
+    assert is_list_item(span("Near East"), sentence)
+    assert not is_list_item(span("medieval Europe and even the Near East"), sentence)
+    assert not is_list_item(span("Norman dynasty"), sentence)
+
+
+def test_single_items_of_a_list_come_after_the_rest_of_their_tier(parser) -> None:
+    context, parsed = parsed_row(parser, "squad2-0000")
+    ranked = extract_asked(parsed, context)
+    names = [a for a in ranked if a.kind in TIERS[0]]
+    sentences = {s.index: s for s in parsed.sentences}
+    flags = [is_list_item(a, sentences[a.sentence_index]) for a in names]
+    # "Denmark", "Iceland" (of "Denmark, Iceland and Norway") come after "Rollo", "Normandy"
+    assert {"Denmark", "Iceland"} <= {a.text for a, f in zip(names, flags, strict=True) if f}
+    assert {"Rollo", "Normandy"} <= {a.text for a, f in zip(names, flags, strict=True) if not f}
+    assert flags == sorted(flags)  # every single item after every other name or number
