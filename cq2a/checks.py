@@ -40,6 +40,7 @@ MENTIONS_ENTITIES = "mentions_entities"
 FORM = "question_form"
 GROUNDED = "grounded"
 BOTH_SENTENCES = "both_sentences"
+PREMISE = "stated_premise"
 
 REASON_OF_CHECK = {
     LEXICAL: RejectReason.LEXICAL,
@@ -49,11 +50,14 @@ REASON_OF_CHECK = {
     FORM: RejectReason.WRONG_FORM,
     GROUNDED: RejectReason.UNGROUNDED,
     BOTH_SENTENCES: RejectReason.SINGLE_SENTENCE,
+    PREMISE: RejectReason.FALSE_PREMISE,
 }
 #: Words a yes/no question opens with (an auxiliary or modal before its subject).
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
 CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
 NOUN_UPOS = frozenset({"NOUN", "PROPN"})
+#: Words that rank what a question asks about ("the first fief", "the only ruler").
+RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
 
 
 def _content(sequence: Sequence[str]) -> list[str]:
@@ -187,6 +191,26 @@ def question_mentions_both_entities(answer: Answer, question: str) -> CheckResul
     return CheckResult(name=MENTIONS_ENTITIES, passed=True)
 
 
+def ranks(text: str) -> set[str]:
+    """The ranking words of a text, inside hyphenated words too ("first-ever")."""
+    return {part for word in words(text) for part in word.split("-")} & RANKING_WORDS
+
+
+def question_adds_no_ranking(answer: Answer, question: str) -> CheckResult:
+    """A span question ranks its answer only as its sentences do: "What was the first fief
+    formed by the Normans ...?" for "Duchy of Normandy", where the passage says "a great fief",
+    asks about a fact the passage never states (a false premise), and its gold answers another
+    question. Its cost on human questions is measured by ``evals.validity --rule-costs``."""
+    evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
+    added = sorted(ranks(question) - evidence)
+    if added:
+        said = ", ".join(f'"{word}"' for word in added)
+        return CheckResult(
+            name=PREMISE, passed=False, detail=f"says {said}, which its sentence does not"
+        )
+    return CheckResult(name=PREMISE, passed=True)
+
+
 def is_yes_no_question(question: str) -> bool:
     """A question that opens with an auxiliary or a modal ("Did Rollo ...?", "Is it ...?")."""
     first = words(question)[:1]
@@ -263,8 +287,9 @@ def check_question(
 
     Yes/no and unanswerable questions have no span answer to leak or to explain: a yes/no
     question must have its form and an explanation that quotes its sentence, an unanswerable
-    one must be about its sentence's topic. A multi-sentence question has the span checks and
-    must use its second sentence."""
+    one must be about its sentence's topic. A span question may not rank its answer ("first",
+    "only") where its sentences do not. A multi-sentence question has the span checks and must
+    use its second sentence."""
     length = question_length_is_ok(question, min_chars, max_chars)
     kind = answer.kind.question_kind
     if kind == "yesno":
@@ -285,6 +310,7 @@ def check_question(
         length,
         question_mentions_both_entities(answer, question),
         question_has_its_form(answer, question),
+        question_adds_no_ranking(answer, question),
     ]
     if kind == "multi_sentence":
         results.append(question_uses_both_sentences(answer, question, lemmatize))

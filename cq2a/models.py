@@ -209,6 +209,7 @@ class RejectReason(StrEnum):
     WRONG_FORM = "wrong_question_form"
     UNGROUNDED = "ungrounded"
     SINGLE_SENTENCE = "single_sentence"
+    FALSE_PREMISE = "false_premise"
     EVIDENCE_MISSING = "evidence_not_in_context"
     MALFORMED = "malformed_output"
     NO_QUESTION = "not_generated"

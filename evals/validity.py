@@ -34,9 +34,11 @@ from pydantic import BaseModel
 from cq2a.answers import answer_tokens, normalize_yes_no
 from cq2a.checks import (
     answer_leaks_into_question,
+    question_adds_no_ranking,
     question_has_its_form,
     question_is_grounded,
     question_length_is_ok,
+    ranks,
 )
 from cq2a.comparison import compare_with_gold
 from cq2a.extraction import extract_context
@@ -157,15 +159,17 @@ def filter_outcome(
 ) -> dict[str, bool]:
     """Which III-C rules a (question, gold answer) pair passes, re-ask and comparison included.
     The rules are those of the question's kind, less those that read a generated explanation
-    (humans wrote none): a span's leakage and length, a yes/no question's form and length, an
-    unanswerable question's form, grounding and length."""
+    (humans wrote none): a span's leakage, ranking words and length, a yes/no question's form
+    and length, an unanswerable question's form, grounding and length."""
     settings = services.settings
     type = type or item.type
     answer = as_answer(gold, item.context, services, type)
+    premise = True
     if type == "span":
         leak = answer_leaks_into_question(
             answer, item.question, services.lemmatize, settings.leak_rule
         ).passed
+        premise = question_adds_no_ranking(answer, item.question).passed
     else:  # "no_leakage" stands for the kind's own checks of the question
         own = [question_has_its_form(answer, item.question)]
         if type == "unanswerable":
@@ -189,9 +193,10 @@ def filter_outcome(
     )
     return {
         "no_leakage": leak,
+        "stated_premise": premise,
         "length": length,
         "consistency": consistent,
-        "accepted": leak and length and consistent,
+        "accepted": leak and premise and length and consistent,
         "llm_error": voted.error is not None,
     }
 
@@ -303,7 +308,7 @@ def type_figures(
     alternate_bugs: list[bool],
     wrong_bugs: list[bool],
 ) -> dict[str, Any]:
-    rules = ("no_leakage", "length", "consistency")
+    rules = ("no_leakage", "stated_premise", "length", "consistency")
     return {
         "questions": len(items),
         "filter.human_accepted": rate([o["accepted"] for o in positive]),
@@ -421,9 +426,10 @@ def measure(
     return figures
 
 
-def leak_rule_cost(data: Path, settings: Settings) -> dict[str, Any]:
-    """What each leakage rule costs on human data (no LLM): the share of every answerable
-    human span question of the file that the rule would reject as leaking its own answer."""
+def rule_costs(data: Path, settings: Settings) -> dict[str, Any]:
+    """What the rules that need no LLM cost on human data: the share of every answerable human
+    span question of the file that each leakage rule would reject as leaking its own answer,
+    and that the ranking rule would reject as a false premise."""
     services = services_for(settings, "validity-leak")
     rng = random.Random(0)
     records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line]
@@ -446,7 +452,24 @@ def leak_rule_cost(data: Path, settings: Settings) -> dict[str, Any]:
             for item in items
         ]
         flagged[rule] = {"rejected": rate(leaks), "questions": len(items)}
-    return {"data": str(data), "leak_rule_rejects_human_questions": flagged}
+    premises = [
+        question_adds_no_ranking(as_answer(item.answers[0], item.context, services), item.question)
+        for item in items
+    ]
+    return {
+        "data": str(data),
+        "leak_rule_rejects_human_questions": flagged,
+        "ranking_rule_rejects_human_questions": {
+            "rejected": rate([not check.passed for check in premises]),
+            "questions": len(items),
+            "ranking_words": sum(bool(ranks(item.question)) for item in items),
+            "examples": [
+                {"question": item.question, "answer": item.answers[0], "detail": check.detail}
+                for item, check in zip(items, premises, strict=True)
+                if not check.passed
+            ],
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -460,15 +483,17 @@ def main(argv: list[str] | None = None) -> None:
         "--unanswerable", type=int, default=0, help="impossible questions per context (SQuAD 2.0)"
     )
     parser.add_argument(
+        "--rule-costs",
         "--leak-rules",
         action="store_true",
-        help="only what each leakage rule rejects of the file's human questions (no LLM)",
+        help="only what the leakage and ranking rules reject of the file's human questions "
+        "(no LLM)",
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     settings = Settings(cache_path="off")
-    if args.leak_rules:
-        cost = leak_rule_cost(args.data, settings)
+    if args.rule_costs:
+        cost = rule_costs(args.data, settings)
         emit(cost, json.dumps(cost, indent=2), args.json)
         return
     figures = measure(

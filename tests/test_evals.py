@@ -182,11 +182,15 @@ def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
     assert figures["type"] == "span" and figures["questions"] == 1
 
 
-def test_the_paper_leak_rule_rejects_fewer_human_questions_than_the_strict_one():
+def test_the_rules_without_an_llm_reject_few_human_questions():
     from cq2a.settings import Settings
     from evals import validity
 
-    cost = validity.leak_rule_cost(recall.SHIPPED, Settings(cache_path="off"))
+    cost = validity.rule_costs(recall.SHIPPED, Settings(cache_path="off"))
     rejected = cost["leak_rule_rejects_human_questions"]
     assert rejected["paper"]["questions"] == rejected["strict"]["questions"] > 300
     assert rejected["paper"]["rejected"] < 0.02 < rejected["strict"]["rejected"]
+    ranking = cost["ranking_rule_rejects_human_questions"]
+    assert ranking["questions"] == rejected["paper"]["questions"]
+    assert 0 < len(ranking["examples"]) <= ranking["ranking_words"] < 20
+    assert ranking["rejected"] < 0.02
