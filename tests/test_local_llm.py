@@ -151,6 +151,8 @@ def _models_server(model_ids: list[str]) -> ThreadingHTTPServer:
 
 @pytest.fixture
 def external_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    # A server an earlier test left running for the same model would be reused instead.
+    local_server.stop_local_servers()
     server = _models_server(["smollm2-135m-instruct"])
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     monkeypatch.setenv(local_server.EXTERNAL_URL_ENV, f"http://127.0.0.1:1/v1,{url}")
