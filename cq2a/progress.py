@@ -9,15 +9,23 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+#: Without a terminal (CI logs, a redirected stderr) a line is printed when a context finishes,
+#: and at most this often in between while the counts move, so a long run is never silent.
+HEARTBEAT_S = 30.0
+
 
 class RunProgress:
     """Counts contexts, candidates, accepted tests, bugs and tokens as events arrive."""
 
-    def __init__(self, *, enabled: bool = True, follow: bool = False) -> None:
+    def __init__(
+        self, *, enabled: bool = True, follow: bool = False, console: Console | None = None
+    ) -> None:
         self.enabled = enabled
         self.follow = follow
-        self.console = Console(stderr=True)
+        self.console = console or Console(stderr=True)
         self.started = time.monotonic()
+        self._last_line = self.started
+        self._printed: dict[str, int] = {}
         self.counts = {
             "contexts started": 0,
             "contexts finished": 0,
@@ -72,13 +80,18 @@ class RunProgress:
             self.console.print_json(data=event)
         if self._live is not None:
             self._live.update(self._table())
-        elif self.enabled and not self.follow and self._is_milestone(event):
+        elif self.enabled and not self.follow and self._is_due(event):
             self.console.print(self._line())
+            self._last_line = time.monotonic()
+            self._printed = dict(self.counts)
 
-    @staticmethod
-    def _is_milestone(event: dict[str, Any]) -> bool:
+    def _is_due(self, event: dict[str, Any]) -> bool:
+        """A context or the evaluation finished, or the heartbeat is due and something moved."""
         is_evaluate = event.get("event") == "stage_finished" and event.get("stage") == "evaluate"
-        return event.get("event") == "context_finished" or is_evaluate
+        if event.get("event") == "context_finished" or is_evaluate:
+            return True
+        moved = self.counts != self._printed
+        return moved and time.monotonic() - self._last_line >= HEARTBEAT_S
 
     def _line(self) -> str:
         elapsed = time.monotonic() - self.started
