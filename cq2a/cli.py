@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cq2a.run import RunSummary
-    from cq2a.suite import SuiteSummary
+    from cq2a.app.run import RunSummary
+    from cq2a.app.suite import SuiteSummary
 
 EXIT_OK, EXIT_BUGS, EXIT_USAGE, EXIT_STOPPED, EXIT_FAILED = 0, 1, 2, 3, 4
 
@@ -257,8 +257,8 @@ def demo_settings() -> Any:
 
 
 def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) -> int:
-    from cq2a.progress import RunProgress
-    from cq2a.run import RunDirError, run_pipeline
+    from cq2a.app.progress import RunProgress
+    from cq2a.app.run import RunDirError, run_pipeline
 
     settings = settings_from_args(args, base)
     print(describe_sut(settings), flush=True)
@@ -294,7 +294,7 @@ def finish(
     if summary.message:
         print(f"cq2a: {summary.message}", file=sys.stderr)
     if args.junit:
-        from cq2a.junit import write_junit
+        from cq2a.reporting.junit import write_junit
 
         write_junit(args.junit, out_dir, name, summary.seconds)
     if summary.status == "failed":
@@ -305,8 +305,8 @@ def finish(
 
 
 def command_test(args: argparse.Namespace) -> int:
-    from cq2a.run import RunDirError
-    from cq2a.suite import run_suite
+    from cq2a.app.run import RunDirError
+    from cq2a.app.suite import run_suite
 
     settings = settings_from_args(args)
     try:
@@ -350,7 +350,7 @@ def exit_code_for_bugs(bugs: int, cases: int, args: argparse.Namespace) -> int:
 
 
 def command_suite(args: argparse.Namespace) -> int:
-    from cq2a.suite import export_suite, merge_suites
+    from cq2a.app.suite import export_suite, merge_suites
 
     try:
         if args.suite_command == "export":
@@ -365,7 +365,7 @@ def command_suite(args: argparse.Namespace) -> int:
 
 
 def command_estimate(args: argparse.Namespace) -> int:
-    from cq2a.estimate import Rates, estimate_run
+    from cq2a.app.estimate import Rates, estimate_run
 
     settings = settings_from_args(args, demo_settings() if args.demo else None)
     try:
@@ -393,9 +393,9 @@ def command_estimate(args: argparse.Namespace) -> int:
 
 
 def command_extract(args: argparse.Namespace) -> int:
-    from cq2a.extraction import select_entities
-    from cq2a.inputs import read_contexts
-    from cq2a.parsing import get_parser
+    from cq2a.answers.plan import select_entities
+    from cq2a.app.inputs import read_contexts
+    from cq2a.language.parsing import get_parser
     from cq2a.settings import Settings
 
     settings = Settings()
@@ -427,11 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "extract":
         return command_extract(args)
     if args.command == "doctor":
-        from cq2a.doctor import run_doctor
+        from cq2a.app.doctor import run_doctor
 
         return run_doctor(as_json=args.json)
     if args.command == "report":
-        from cq2a.report import write_report
+        from cq2a.reporting.report import write_report
 
         path = write_report(Path(args.run_dir))
         print(f"wrote {path} in {time.perf_counter() - started:.1f}s")
@@ -445,11 +445,11 @@ def command_llm(args: argparse.Namespace) -> int:
     from cq2a.settings import DEFAULT_LOCAL_MODEL
 
     if args.llm_command == "fetch":
-        from cq2a.llm.catalog import ensure_model
+        from cq2a.adapters.llm.catalog import ensure_model
 
         print(ensure_model(args.model))
         return EXIT_OK
-    from cq2a.llm.local_server import serve_forever
+    from cq2a.adapters.llm.local_server import serve_forever
     from cq2a.settings import Settings
 
     slots = args.slots or Settings().local_slots

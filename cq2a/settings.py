@@ -12,16 +12,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cq2a.models.mix import format_mix, parse_mix
+
 LLMBackend = Literal["local", "openai", "compatible"]
 ParserBackend = Literal["spacy", "stanza"]
 SUTKind = Literal["seq2seq", "openai", "callable", "http"]
 #: ``paper``: the III-A1 phrases and words; ``asked``: those and the names, numbers, noun chunks,
-#: modifiers and clauses people ask about (``cq2a.asked_answers``).
+#: modifiers and clauses people ask about (``cq2a.answers.asked``).
 AnswerSet = Literal["asked", "paper"]
-#: Every kind of question, entity questions first (cq2a.mix).
+#: Every kind of question, entity questions first (cq2a.models.mix).
 DEFAULT_QUESTION_MIX = "entity=0.5,relation=0.1,yesno=0.2,unanswerable=0.1,multi_sentence=0.1"
 
-#: The offline default chat model (see ``cq2a.llm.catalog``).
+#: The offline default chat model (see ``cq2a.adapters.llm.catalog``).
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct"
 #: The window, in tokens, the local llama.cpp server is started with.
 LOCAL_CONTEXT_WINDOW = 4096
@@ -223,13 +225,11 @@ class Settings(BaseSettings):
     @field_validator("question_mix")
     @classmethod
     def _mix_parses(cls, value: str) -> str:
-        from cq2a.mix import format_mix, parse_mix
 
         return format_mix(parse_mix(value))
 
     def mix(self) -> dict[Any, float]:
         """The question mix, without relations when they are turned off."""
-        from cq2a.mix import parse_mix
 
         shares = parse_mix(self.question_mix)
         if not self.relations:

@@ -24,12 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cq2a.inputs import read_contexts
-from cq2a.models import Context
-from cq2a.run import RunSummary, run_pipeline
-from cq2a.services import release_services
+from cq2a.adapters.sut.base import SUTQuery
+from cq2a.app.inputs import read_contexts
+from cq2a.app.run import RunSummary, run_pipeline
+from cq2a.models.records import Context
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
-from cq2a.sut.base import SUTQuery
 from cq2a.testing.script import PipelineScript, marker
 from cq2a.testing.scripted_server import RecordedRequest, ScriptedLLMServer
 
@@ -432,8 +432,8 @@ def bench_import(repeats: int) -> BenchResult:
 
 
 def bench_extraction(limit: int) -> BenchResult:
-    from cq2a.extraction import extract_entities
-    from cq2a.parsing import get_parser
+    from cq2a.answers.entities import extract_entities
+    from cq2a.language.parsing import get_parser
 
     contexts, _ = read_contexts(SQUAD, Settings().max_context_chars)
     contexts = contexts[:limit]
@@ -464,7 +464,7 @@ def embedding_strings(count: int) -> list[str]:
 
 
 def bench_embedding(count: int) -> BenchResult:
-    from cq2a.embeddings import load_embedder
+    from cq2a.language.embeddings import load_embedder
 
     embedder = load_embedder("all-MiniLM-L6-v2")
     texts = embedding_strings(count)

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from cq2a.answers import normalize_answer
-from cq2a.embeddings import SIMCSE_THRESHOLD, load_embedder
+from cq2a.language.answers import normalize_answer
+from cq2a.language.embeddings import SIMCSE_THRESHOLD, load_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = next(
@@ -76,7 +76,7 @@ def read_questions(path: Path) -> list[list[list[str]]]:
 
 def answer_key(text: str) -> str:
     """Two answers are the same string when they differ only in case and trimming (the pairs
-    the threshold was calibrated on; the vote's ``cq2a.answers.answer_key`` is looser)."""
+    the threshold was calibrated on; the vote's ``cq2a.language.answers.answer_key`` is looser)."""
     return normalize_answer(text).casefold()
 
 

@@ -4,7 +4,7 @@ model with the pipeline's own prompts and client.
 One fixed workload on the shipped SQuAD contexts (human questions and answers, so no stage
 depends on another): ``generation`` structured requests (the entity prompt, 2 questions each),
 ``reask`` questions re-asked with 5 votes each, ``judge`` structured verdicts. It runs twice
-through ``cq2a.llm.client.ChatClient``:
+through ``cq2a.adapters.llm.client.ChatClient``:
 
 * serial: a server with 1 slot, one request at a time, votes as 5 requests (the old server);
 * slotted: a server with ``--slots`` slots, stage by stage as the graph runs one context (all
@@ -32,14 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cq2a.fanout import parallel_map
-from cq2a.generation import GeneratedQuestions, blank_out
-from cq2a.llm.catalog import ensure_model
-from cq2a.llm.client import ChatClient, Endpoint, forget_n_support
-from cq2a.llm.local_server import LocalLLMServer, model_alias, server_binary
-from cq2a.llm.usage import Usage, tally_usage
-from cq2a.models import JudgeVerdict
-from cq2a.prompts_loader import load_prompt, render_prompt
+from cq2a.adapters.fanout import parallel_map
+from cq2a.adapters.llm.catalog import ensure_model
+from cq2a.adapters.llm.client import ChatClient, Endpoint, forget_n_support
+from cq2a.adapters.llm.local_server import LocalLLMServer, model_alias, server_binary
+from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.usage import Usage, tally_usage
+from cq2a.generation.questions import GeneratedQuestions, blank_out
+from cq2a.models.records import JudgeVerdict
 from cq2a.settings import DEFAULT_LOCAL_MODEL, LOCAL_CONTEXT_WINDOW, LLMSpec, Settings
 from evals.runs import emit
 

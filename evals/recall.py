@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cq2a.answers import normalize_yes_no
-from cq2a.models import Answer, Context
+from cq2a.language.answers import normalize_yes_no
+from cq2a.models.records import Answer, Context
 from cq2a.settings import AnswerSet, Settings
 
 SHIPPED = Path(__file__).resolve().parents[1] / "cq2a" / "data" / "squad2_dev_sample.jsonl"
@@ -192,8 +192,8 @@ def per_kind(items: list[Item], ranked: list[list[Answer]], budget: int) -> dict
 
 def extract_all(items: list[Item], answers: AnswerSet) -> list[list[Answer]]:
     """Every entity answer of each context, in the order a run's budget takes them."""
-    from cq2a.extraction import select_entities
-    from cq2a.parsing import get_parser
+    from cq2a.answers.plan import select_entities
+    from cq2a.language.parsing import get_parser
 
     parser = get_parser("spacy")
     return [select_entities(parser.parse(item.context), item.context, answers) for item in items]

@@ -19,10 +19,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cq2a import outputs as out
-from cq2a.llm.local_server import free_port
-from cq2a.run import run_pipeline
-from cq2a.services import release_services
+from cq2a.adapters.llm.local_server import free_port
+from cq2a.app import outputs as out
+from cq2a.app.run import run_pipeline
+from cq2a.runtime.services import release_services
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
 from evals import reliability_worker as worker
 

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cq2a.models import Context
+from cq2a.models.records import Context
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 from cq2a.testing.script import PipelineScript
 from cq2a.testing.scripted_server import ScriptedLLMServer
@@ -179,7 +179,7 @@ def request_stats(server: ScriptedLLMServer) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from cq2a.run import run_pipeline
+    from cq2a.app.run import run_pipeline
 
     parser = argparse.ArgumentParser()
     parser.add_argument("input")

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cq2a.models import RejectReason
+from cq2a.models.records import RejectReason
 from evals.runs import (
     KINDS,
     GeneratedQuestion,

@@ -29,11 +29,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cq2a.exports import answer_start
-from cq2a.llm.client import ChatClient, Malformed
-from cq2a.models import TestCase
-from cq2a.prompts_loader import load_prompt, render_prompt
-from cq2a.services import services_for
+from cq2a.adapters.llm.client import ChatClient, Malformed
+from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.models.records import TestCase
+from cq2a.reporting.exports import answer_start
+from cq2a.runtime.services import services_for
 from cq2a.settings import Settings
 from evals.runs import KINDS, emit, load_run, seeded_sample, table
 

@@ -25,11 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cq2a.embeddings import Embedder, default_threshold, load_embedder
-from cq2a.models import TestCase
+from cq2a.adapters.sut.base import SUTQuery
+from cq2a.adapters.sut.seq2seq import Seq2SeqSUT, pick_device, unifiedqa_input
+from cq2a.language.embeddings import Embedder, default_threshold, load_embedder
+from cq2a.models.records import TestCase
 from cq2a.settings import Settings
-from cq2a.sut.base import SUTQuery
-from cq2a.sut.seq2seq import Seq2SeqSUT, pick_device, unifiedqa_input
 from evals.runs import emit, load_run, table
 from evals.sut_speed import random_t5, train_tokenizer
 

@@ -1,6 +1,7 @@
 """Shared reading of a run directory for the RQ harnesses (paper section IV).
 
-A run directory is read with ``cq2a.exports.load_run``; this module adds the views the research
+A run directory is read with ``cq2a.reporting.exports.load_run``; this module adds the views the
+research
 questions need (every generated question, raw or accepted), labelling sheets with a ``label``
 column for a person to fill in, and the JSON/table output every harness shares.
 """
@@ -16,8 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from cq2a.exports import RunData, load_run
-from cq2a.models import AnswerKind
+from cq2a.models.records import AnswerKind
+from cq2a.reporting.exports import RunData, load_run
 
 __all__ = ["RunData", "load_run"]
 

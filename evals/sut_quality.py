@@ -1,7 +1,8 @@
 """How well a software under test answers human-written questions: SQuAD exact match and F1.
 
 Asks the SUT every answerable human question of a dataset file (the project's JSONL with
-``qas``) through the adapter a run uses (``cq2a.sut.build_sut``, so the same prompt and the same
+``qas``) through the adapter a run uses (``cq2a.adapters.sut.build_sut``, so the same prompt and
+the same
 local server), and scores each answer against the best of the human answers (SQuAD's
 normalisation and token F1). A demo whose SUT answers few questions right reports bugs that say
 nothing about QA software; this is how the offline default SUT is chosen.
@@ -19,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cq2a.services import services_for
+from cq2a.adapters.sut.base import SUTQuery
+from cq2a.runtime.services import services_for
 from cq2a.settings import Settings
-from cq2a.sut.base import SUTQuery
 from evals.recall import squad_normalise, token_f1
 from evals.runs import emit
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cq2a.sut.base import SUTQuery
-from cq2a.sut.seq2seq import Seq2SeqSUT, pick_device
+from cq2a.adapters.sut.base import SUTQuery
+from cq2a.adapters.sut.seq2seq import Seq2SeqSUT, pick_device
 from evals.calibrate import SQUAD
 
 T5_SMALL = {"d_model": 512, "d_ff": 2048, "d_kv": 64, "num_layers": 6, "num_heads": 8}

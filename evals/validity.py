@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from cq2a.answers import answer_tokens, normalize_yes_no
-from cq2a.checks import (
+from cq2a.answers.plan import extract_context
+from cq2a.checks.rules import (
     answer_leaks_into_question,
     question_adds_no_ranking,
     question_has_its_form,
@@ -40,13 +40,21 @@ from cq2a.checks import (
     question_length_is_ok,
     ranks,
 )
-from cq2a.comparison import compare_with_gold
-from cq2a.extraction import extract_context
-from cq2a.generation import generate_questions, new_slots
-from cq2a.models import UNANSWERABLE, Answer, AnswerKind, Attempt, Candidate, Context, TestCase
-from cq2a.oracle import compared_form, judge_verdicts
-from cq2a.reasking import reask
-from cq2a.services import Services, release_services, services_for
+from cq2a.consistency.compare import compare_with_gold
+from cq2a.consistency.reask import reask
+from cq2a.generation.questions import generate_questions, new_slots
+from cq2a.language.answers import answer_tokens, normalize_yes_no
+from cq2a.models.records import (
+    UNANSWERABLE,
+    Answer,
+    AnswerKind,
+    Attempt,
+    Candidate,
+    Context,
+    TestCase,
+)
+from cq2a.oracle.judge import compared_form, judge_verdicts
+from cq2a.runtime.services import Services, release_services, services_for
 from cq2a.settings import Settings
 from evals.runs import emit
 

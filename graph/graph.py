@@ -15,7 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from cq2a.graph.state import ContextState, RunInput, RunOutput, RunState
-from cq2a.models import Context
+from cq2a.models.records import Context
 from cq2a.nodes.check import check
 from cq2a.nodes.compare import compare, route_after_compare
 from cq2a.nodes.cover import cover, route_after_cover

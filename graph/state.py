@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypedDict, TypeVar
 
-from cq2a.diversity import SuiteFigures
-from cq2a.llm.usage import Usage, add_usage
-from cq2a.models import Answer, Candidate, Context, ContextPlan, Skip, Verdict
-from cq2a.oracle import ProbeResult
+from cq2a.adapters.llm.usage import Usage, add_usage
+from cq2a.coverage.diversity import SuiteFigures
+from cq2a.models.records import Answer, Candidate, Context, ContextPlan, Skip, Verdict
+from cq2a.oracle.judge import ProbeResult
 
 Item = TypeVar("Item")
 

@@ -1,4 +1,5 @@
-"""The trace events of the nodes (``cq2a.trace``): only nodes emit them, from the records the
+"""The trace events of the nodes (``cq2a.runtime.trace``): only nodes emit them, from the records
+the
 domain functions return."""
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from cq2a.extraction import Extraction
-from cq2a.llm.usage import Usage, tally_usage
-from cq2a.models import Answer, Candidate
-from cq2a.trace import emit
+from cq2a.adapters.llm.usage import Usage, tally_usage
+from cq2a.answers.plan import Extraction
+from cq2a.models.records import Answer, Candidate
+from cq2a.runtime.trace import emit
 
 
 @dataclass

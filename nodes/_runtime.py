@@ -6,7 +6,7 @@ from __future__ import annotations
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from cq2a.services import Services, services_for
+from cq2a.runtime.services import Services, services_for
 from cq2a.settings import Settings
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.candidates import at_step
-from cq2a.checks import check_round
+from cq2a.checks.rules import check_round
 from cq2a.graph.state import ContextState
+from cq2a.models.candidates import at_step
 from cq2a.nodes._events import emit_outcomes, stage
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings

@@ -6,9 +6,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.candidates import context_is_settled
-from cq2a.comparison import compare_round
+from cq2a.consistency.compare import compare_round
 from cq2a.graph.state import ContextState, merge_by_id
+from cq2a.models.candidates import context_is_settled
 from cq2a.nodes._events import emit_outcomes, stage
 from cq2a.nodes._runtime import services
 from cq2a.settings import Settings

@@ -8,13 +8,13 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from cq2a.candidates import left_pending
+from cq2a.coverage.steering import coverage, coverage_round
 from cq2a.graph.state import ContextState
+from cq2a.models.candidates import left_pending
 from cq2a.nodes._events import emit_context_finished
 from cq2a.nodes._runtime import services
+from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
-from cq2a.steering import coverage, coverage_round
-from cq2a.trace import emit
 
 
 def cover(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:

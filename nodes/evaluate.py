@@ -6,16 +6,16 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.candidates import test_cases_of
-from cq2a.diversity import suite_figures
+from cq2a.coverage.diversity import suite_figures
 from cq2a.graph.state import RunState
-from cq2a.models import Context
+from cq2a.models.candidates import test_cases_of
+from cq2a.models.records import Context
 from cq2a.nodes._events import stage
 from cq2a.nodes._runtime import services
-from cq2a.services import release_services
+from cq2a.oracle.evaluate import evaluate_cases
+from cq2a.runtime.services import release_services
+from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
-from cq2a.suite import evaluate_cases
-from cq2a.trace import emit
 
 
 def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.extraction import extract_context
+from cq2a.answers.plan import extract_context
 from cq2a.graph.state import ContextState
-from cq2a.models import AnswerKind
+from cq2a.models.records import AnswerKind
 from cq2a.nodes._events import emit_context_finished, emit_left_out, stage
 from cq2a.nodes._runtime import services
+from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
-from cq2a.trace import emit
 
 
 def extract(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:

@@ -6,12 +6,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.generation import generation_round
+from cq2a.generation.questions import generation_round
 from cq2a.graph.state import ContextState
 from cq2a.nodes._events import emit_outcomes, stage
 from cq2a.nodes._runtime import services
+from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
-from cq2a.trace import emit
 
 
 def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from cq2a.consistency.reask import reask_round
 from cq2a.graph.state import ContextState
 from cq2a.nodes._events import stage
 from cq2a.nodes._runtime import services
-from cq2a.reasking import reask_round
 from cq2a.settings import Settings
 
 

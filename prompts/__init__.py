@@ -1,1 +1,1 @@
-"""Prompt templates, loaded by name with ``cq2a.prompts_loader.load_prompt``."""
+"""Prompt templates, loaded by name with ``cq2a.adapters.llm.prompts.load_prompt``."""

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cq2a.parsing import Parser, get_parser, parser_available
+from cq2a.language.parsing import Parser, get_parser, parser_available
 from cq2a.testing.scripted_server import ScriptedLLMServer
 
 

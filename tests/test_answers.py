@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cq2a.answers import (
-    align_to_context,
-    answer_key,
-    majority_vote,
-    normalize_answer,
-    normalize_yes_no,
-)
+from cq2a.consistency.voting import answer_key, majority_vote
+from cq2a.language.answers import align_to_context, normalize_answer, normalize_yes_no
 
 
 @pytest.mark.parametrize(
@@ -105,7 +100,7 @@ def test_votes_that_differ_in_punctuation_and_articles_are_one_answer() -> None:
 
 
 def test_generation_blanks_the_target_out_of_its_sentence() -> None:
-    from cq2a.generation import blank_out
+    from cq2a.generation.questions import blank_out
 
     sentence = "Rollo signed a treaty with King Charles III in 911."
     assert blank_out(sentence, "a treaty") == "Rollo signed _____ with King Charles III in 911."
@@ -149,14 +144,14 @@ def test_generation_blanks_the_target_out_of_its_sentence() -> None:
 def test_a_vote_that_restates_the_question_is_cut_to_its_answer(
     vote: str, question: str, expected: str
 ) -> None:
-    from cq2a.answers import strip_restated_question
+    from cq2a.language.answers import strip_restated_question
 
     assert strip_restated_question(vote, question) == expected
 
 
 def test_a_relation_is_blanked_where_its_verb_was_read():
-    from cq2a.generation import blank_span
-    from cq2a.models import Answer, AnswerKind, Evidence
+    from cq2a.generation.questions import blank_span
+    from cq2a.models.records import Answer, AnswerKind, Evidence
 
     context = "Rollo signed a treaty. The Normans signed nothing else, and later signed more."
     sentence = "The Normans signed nothing else, and later signed more."

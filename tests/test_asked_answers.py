@@ -1,4 +1,4 @@
-"""The answers people ask about (cq2a.asked_answers): each source on real parser output, with
+"""The answers people ask about (cq2a.answers.asked): each source on real parser output, with
 SQuAD's human questions of the shipped sample as fixtures, and the ranking's budget rules."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 import cq2a
-from cq2a.answers import answer_tokens
-from cq2a.asked_answers import (
+from cq2a.answers.asked import (
     TIERS,
     asked_answers,
     extract_asked,
@@ -18,8 +17,9 @@ from cq2a.asked_answers import (
     rank_answers,
     trim_edges,
 )
-from cq2a.extraction import select_entities
-from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Token
+from cq2a.answers.plan import select_entities
+from cq2a.language.answers import answer_tokens
+from cq2a.models.records import Answer, AnswerKind, Context, ParsedContext, Token
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
 ROWS = {json.loads(line)["id"]: json.loads(line) for line in SQUAD.read_text().splitlines()}

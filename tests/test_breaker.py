@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cq2a.llm.breaker import CircuitBreaker, LLMUnavailable
+from cq2a.adapters.llm.breaker import CircuitBreaker, LLMUnavailable
 
 
 def test_breaker_opens_at_the_threshold_of_failures_in_a_row():
@@ -28,7 +28,7 @@ def test_a_success_between_failures_keeps_the_breaker_closed():
 
 def test_failures_older_than_the_window_do_not_add_up(monkeypatch):
     clock = iter([0.0, 100.0, 120.0])
-    monkeypatch.setattr("cq2a.llm.breaker.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("cq2a.adapters.llm.breaker.time.monotonic", lambda: next(clock))
     breaker = CircuitBreaker("api", threshold=2, window_s=50)
     breaker.record_failure("timeout")
     breaker.record_failure("timeout")  # 100 s after the first: a run of one

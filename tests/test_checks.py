@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import cq2a
-from cq2a.checks import (
-    answer_is_lexically_valid,
+from cq2a.answers.entities import answer_is_lexically_valid
+from cq2a.checks.rules import (
     answer_leaks_into_question,
     check_question,
     explanation_is_complete,
@@ -16,8 +16,8 @@ from cq2a.checks import (
     ranks,
     rejection_reasons,
 )
-from cq2a.models import Answer, AnswerKind, Context, RejectReason, Triple
-from cq2a.parsing import get_parser, lemmatizer
+from cq2a.language.parsing import get_parser, lemmatizer
+from cq2a.models.records import Answer, AnswerKind, Context, RejectReason, Triple
 
 PARSER = get_parser("spacy")
 LEMMAS = lemmatizer(PARSER)

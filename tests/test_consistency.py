@@ -2,12 +2,12 @@
 
 import pytest
 
-from cq2a.candidates import settle
-from cq2a.comparison import compare_with_gold
-from cq2a.generation import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
-from cq2a.llm.client import Malformed
-from cq2a.models import Answer, AnswerKind, Attempt, Candidate, CheckResult, RejectReason
-from cq2a.oracle import (
+from cq2a.adapters.llm.client import Malformed
+from cq2a.consistency.compare import compare_with_gold
+from cq2a.generation.questions import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
+from cq2a.models.candidates import settle
+from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, CheckResult, RejectReason
+from cq2a.oracle.judge import (
     answer_type_mismatch,
     compared_form,
     consistent_by_judge,

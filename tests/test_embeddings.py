@@ -12,7 +12,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from cq2a.embeddings import (  # noqa: E402
+from cq2a.language.embeddings import (
     MINILM,
     MINILM_THRESHOLD,
     SIMCSE,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from cq2a import outputs as out
+from cq2a.app import outputs as out
+from cq2a.app.estimate import Rates, estimate_run, rejection_per_round, vote_requests_per_question
+from cq2a.app.run import run_pipeline
 from cq2a.cli import main
-from cq2a.estimate import Rates, estimate_run, rejection_per_round, vote_requests_per_question
-from cq2a.run import run_pipeline
-from cq2a.services import release_services
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
@@ -59,7 +59,7 @@ def test_an_estimate_from_a_run_s_rates_is_within_30_percent_of_what_another_run
 
 
 def test_a_large_input_is_estimated_on_a_sample_scaled_to_all_of_it():
-    from cq2a.estimate import estimate_contexts
+    from cq2a.app.estimate import estimate_contexts
 
     settings = worker.settings_for("http://127.0.0.1:9/v1")
     contexts = worker.contexts(8)  # the 4 texts twice

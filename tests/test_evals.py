@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cq2a.services import release_services
+from cq2a.runtime.services import release_services
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import bench, recall
 
@@ -114,7 +114,7 @@ def test_validity_harness_on_human_questions_against_the_scripted_server(tmp_pat
     """The re-asker answers each human question with its human answer, and the judge clears an
     answer that shares a word with the gold: the harness must then accept the human pairs,
     reject the mismatched ones, and tell alternate answers from wrong ones."""
-    from cq2a.answers import answer_tokens
+    from cq2a.language.answers import answer_tokens
     from cq2a.testing.script import PipelineScript
     from evals import validity
 
@@ -145,7 +145,7 @@ def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
     each its human answer (and abstains on the impossible ones) must have them accepted, the
     other label and an answerable question marked unanswerable rejected, and the oracle must
     pass an abstention and the same label and fail a span or the other label."""
-    from cq2a.models import UNANSWERABLE
+    from cq2a.models.records import UNANSWERABLE
     from cq2a.testing.script import PipelineScript
 
     context = ("Rollo signed a treaty with King Charles III of West Francia in 911. "

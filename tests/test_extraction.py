@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import cq2a
-from cq2a.extraction import (
+from cq2a.answers.entities import (
     brackets_are_balanced,
     drop_duplicate_phrases,
     extract_entities,
@@ -19,13 +19,13 @@ from cq2a.extraction import (
     kept_phrases,
     phrase_has_content_word,
     phrase_is_long_enough,
-    sentence_spans,
     strip_clause_tokens,
     surface_text,
     word_inside_phrase,
 )
-from cq2a.models import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Token
-from cq2a.parsing import get_parser, parser_available
+from cq2a.answers.plan import sentence_spans
+from cq2a.language.parsing import get_parser, parser_available
+from cq2a.models.records import Answer, AnswerKind, Context, ParsedContext, Phrase, Sentence, Token
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
 PRONOUNS = {"he", "she", "it", "they", "them", "their", "his", "her", "this", "that", "who"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cq2a.graph import build_graph
-from cq2a.models import Context, RejectReason
-from cq2a.services import release_services
+from cq2a.models.records import Context, RejectReason
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 from cq2a.testing.script import PipelineScript
 
@@ -257,7 +257,7 @@ def test_malformed_generation_is_retried_then_rejected(scripted_llm):
 
 
 def test_trace_events_stream_per_context_in_stage_order(scripted_llm):
-    from cq2a.trace import TraceEvent
+    from cq2a.runtime.trace import TraceEvent
 
     question = "Which agreement did Rollo conclude with the Frankish ruler in 911?"
     script = PipelineScript(

@@ -13,8 +13,8 @@ import pytest
 
 import cq2a
 from cq2a.graph import build_graph
-from cq2a.models import UNANSWERABLE, Context
-from cq2a.services import release_services
+from cq2a.models.records import UNANSWERABLE, Context
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 from cq2a.testing.script import field_of, marker, user_text
 from cq2a.testing.scripted_server import ChatRequest, ScriptedLLMServer

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from cq2a.inputs import InputError, read_contexts
+from cq2a.app.inputs import InputError, read_contexts
 
 GOOD = "The Normans were the people who gave their name to Normandy, a region in France."
 
@@ -102,9 +102,10 @@ def test_shipped_sample_reads_cleanly():
 
 
 def test_bad_input_sentence_of_1000_tokens_is_left_out_of_extraction():
-    from cq2a.extraction import drop_long_sentences, extract_entities
-    from cq2a.models import Context
-    from cq2a.parsing import get_parser
+    from cq2a.answers.entities import extract_entities
+    from cq2a.answers.plan import drop_long_sentences
+    from cq2a.language.parsing import get_parser
+    from cq2a.models.records import Context
 
     long_sentence = "The Normans met " + ", ".join(["the Franks"] * 400) + " in the north."
     context = Context(id="long", context=f"{GOOD} {long_sentence}")

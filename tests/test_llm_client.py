@@ -7,9 +7,9 @@ import threading
 import pytest
 from pydantic import BaseModel
 
-from cq2a.fanout import parallel_map
-from cq2a.llm.cache import LLMCache
-from cq2a.llm.client import (
+from cq2a.adapters.fanout import parallel_map
+from cq2a.adapters.llm.cache import LLMCache
+from cq2a.adapters.llm.client import (
     ChatClient,
     Endpoint,
     LLMCallFailed,
@@ -18,9 +18,9 @@ from cq2a.llm.client import (
     parse_structured,
     resolve_endpoint,
 )
-from cq2a.llm.local_server import LocalLLMServer
-from cq2a.llm.usage import Usage, tally_usage
-from cq2a.services import release_services
+from cq2a.adapters.llm.local_server import LocalLLMServer
+from cq2a.adapters.llm.usage import Usage, tally_usage
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.scripted_server import ChatRequest, FaultPlan, ScriptedLLMServer
 

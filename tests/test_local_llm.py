@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from cq2a.llm import catalog, local_server
-from cq2a.llm.catalog import CatalogModel, ModelChecksumError, ModelPart
-from cq2a.llm.client import ChatClient, Endpoint, forget_n_support
-from cq2a.llm.usage import tally_usage
+from cq2a.adapters.llm import catalog, local_server
+from cq2a.adapters.llm.catalog import CatalogModel, ModelChecksumError, ModelPart
+from cq2a.adapters.llm.client import ChatClient, Endpoint, forget_n_support
+from cq2a.adapters.llm.usage import tally_usage
 from cq2a.settings import LLMSpec, Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -99,7 +99,7 @@ def test_assembles_parts_in_order_and_reuses_the_file(
     monkeypatch.setitem(catalog.CATALOG, entry.name, entry)
     assert catalog.model_status(entry.name, tmp_path) == (
         False,
-        "python -m cq2a.llm.catalog fetch fake-model",
+        "python -m cq2a.adapters.llm.catalog fetch fake-model",
     )
     path = catalog.ensure_model(entry.name, model_dir=tmp_path)
     assert path == tmp_path / "fake.gguf" and path.read_bytes() == whole
@@ -268,7 +268,7 @@ def test_orphan_guard_stops_the_server_when_its_parent_is_killed():
     """A cq2a killed by SIGKILL runs no atexit handler; the guarded command must still stop."""
     parent_code = (
         "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-m', 'cq2a.llm.orphan_guard',"
+        "child = subprocess.Popen([sys.executable, '-m', 'cq2a.adapters.llm.orphan_guard',"
         " sys.executable, '-m', 'http.server', '0', '--bind', '127.0.0.1'])\n"
         "print(child.pid, flush=True)\n"
         "time.sleep(120)\n"
@@ -299,7 +299,7 @@ def test_orphan_guard_stops_the_server_when_its_parent_is_killed():
 def test_local_server_is_started_through_the_orphan_guard(tmp_path):
     server = local_server.LocalLLMServer(tmp_path / "m.gguf", alias="m")
     command = server.command()
-    assert command[1:3] == ["-m", "cq2a.llm.orphan_guard"]
+    assert command[1:3] == ["-m", "cq2a.adapters.llm.orphan_guard"]
     assert Path(command[3]).name == "llama-server"
     assert command[command.index("--host") + 1] == "127.0.0.1"
     # each of the slots gets the window: the server splits --ctx-size between them

@@ -30,7 +30,7 @@ def test_wheel_has_only_the_cq2a_package(tmp_path):
 def test_readme_documents_every_trace_event():
     from typing import get_args
 
-    from cq2a.trace import EventType
+    from cq2a.runtime.trace import EventType
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     table = readme.split("### Trace events", 1)[1].split("\n### ", 1)[0]

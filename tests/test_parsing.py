@@ -10,10 +10,14 @@ from stanza.models.common.doc import Document
 from stanza.models.constituency.tree_reader import read_trees
 
 import cq2a
-from cq2a.models import Context, ParsedContext
-from cq2a.parsing import ParserUnavailable, get_parser, parser_available
-from cq2a.parsing.base import STANZA_FIX
-from cq2a.parsing.stanza_backend import from_stanza_document, load_stanza, phrases_from_tree
+from cq2a.language.parsing import ParserUnavailable, get_parser, parser_available
+from cq2a.language.parsing.base import STANZA_FIX
+from cq2a.language.parsing.stanza_backend import (
+    from_stanza_document,
+    load_stanza,
+    phrases_from_tree,
+)
+from cq2a.models.records import Context, ParsedContext
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
 

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from cq2a.progress import HEARTBEAT_S, RunProgress
+from cq2a.app.progress import HEARTBEAT_S, RunProgress
 
 
 def _progress() -> tuple[RunProgress, io.StringIO]:

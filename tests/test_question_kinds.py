@@ -11,13 +11,19 @@ from pathlib import Path
 import pytest
 
 import cq2a
-from cq2a.answers import canonical_abstention, is_abstention
-from cq2a.asked_answers import extract_asked
-from cq2a.checks import check_question, is_yes_no_question, rejection_reasons
-from cq2a.comparison import exact_agreement
-from cq2a.diversity import diversity, opening
-from cq2a.mix import allocate, lagging, mix_report, parse_mix
-from cq2a.models import (
+from cq2a.adapters.sut.base import check_answers
+from cq2a.answers.asked import extract_asked
+from cq2a.answers.kinds import bridges, multi_sentence_targets, unanswerable_targets, yes_no_targets
+from cq2a.answers.plan import first_answers
+from cq2a.checks.rules import check_question, is_yes_no_question, rejection_reasons
+from cq2a.consistency.compare import exact_agreement
+from cq2a.consistency.reask import reask_prompt
+from cq2a.coverage.diversity import diversity, opening
+from cq2a.coverage.steering import coverage, next_answers
+from cq2a.language.answers import canonical_abstention, is_abstention
+from cq2a.language.parsing import lemmatizer
+from cq2a.models.mix import allocate, lagging, mix_report, parse_mix
+from cq2a.models.records import (
     UNANSWERABLE,
     Answer,
     AnswerKind,
@@ -28,12 +34,7 @@ from cq2a.models import (
     RejectReason,
     TestCase,
 )
-from cq2a.oracle import answer_type_mismatch
-from cq2a.parsing import lemmatizer
-from cq2a.reasking import reask_prompt
-from cq2a.steering import coverage, first_answers, next_answers
-from cq2a.sut.base import check_answers
-from cq2a.targets import bridges, multi_sentence_targets, unanswerable_targets, yes_no_targets
+from cq2a.oracle.judge import answer_type_mismatch
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -277,7 +278,7 @@ def test_diversity_of_a_suite() -> None:
 
 
 def test_a_gold_that_is_one_item_of_the_answers_list_is_incomplete() -> None:
-    from cq2a.comparison import one_item_of_a_list
+    from cq2a.consistency.compare import one_item_of_a_list
 
     assert one_item_of_a_list("Frankish", "Frankish and Roman-Gaulish")
     assert one_item_of_a_list("Iceland", "Denmark, Iceland and Norway")
@@ -287,7 +288,7 @@ def test_a_gold_that_is_one_item_of_the_answers_list_is_incomplete() -> None:
 
 
 def test_a_yes_no_gold_needs_four_votes_of_five() -> None:
-    from cq2a.comparison import compare_with_gold
+    from cq2a.consistency.compare import compare_with_gold
 
     target = _answer(1, AnswerKind.YES_NO, 0).model_copy(update={"text": "yes"})
 

@@ -2,9 +2,7 @@
 
 import pytest
 
-from cq2a.models import AnswerKind, Context
-from cq2a.parsing import get_parser, lemmatizer
-from cq2a.relations import (
+from cq2a.answers.relations import (
     ProposedTriple,
     entities_are_grounded,
     entity_is_nominal,
@@ -12,6 +10,8 @@ from cq2a.relations import (
     relation_verb,
     triple_rejection,
 )
+from cq2a.language.parsing import get_parser, lemmatizer
+from cq2a.models.records import AnswerKind, Context
 
 PAPER = "Lucius Harney becomes Mr. Royall's boarder."
 NORMANS = (

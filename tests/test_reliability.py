@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from cq2a import outputs as out
-from cq2a.run import RunDirError, run_pipeline
-from cq2a.services import release_services
+from cq2a.app import outputs as out
+from cq2a.app.run import RunDirError, run_pipeline
+from cq2a.runtime.services import release_services
 from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
 from evals import reliability_worker as worker
@@ -270,7 +270,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_dead_llm_exits_3_with_run_json_and_resume_completes_the_run(tmp_path):
-    from cq2a.llm.local_server import free_port
+    from cq2a.adapters.llm.local_server import free_port
 
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
     common = ["--model", "scripted", "--backend", "compatible"]

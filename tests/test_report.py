@@ -11,18 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cq2a import outputs as out
-from cq2a.diversity import suite_figures
-from cq2a.exports import (
-    LABELING_SHEET,
-    SQUAD,
-    UNIFIEDQA,
-    BugRecord,
-    export_all,
-    load_run,
-    read_labels,
-)
-from cq2a.models import (
+from cq2a.app import outputs as out
+from cq2a.coverage.diversity import suite_figures
+from cq2a.models.records import (
     Answer,
     AnswerKind,
     Attempt,
@@ -34,7 +25,16 @@ from cq2a.models import (
     TestCase,
     Verdict,
 )
-from cq2a.report import funnel_rows, write_report
+from cq2a.reporting.exports import (
+    LABELING_SHEET,
+    SQUAD,
+    UNIFIEDQA,
+    BugRecord,
+    export_all,
+    load_run,
+    read_labels,
+)
+from cq2a.reporting.report import funnel_rows, write_report
 
 CONTEXT_A = (
     "The Normans gave their name to Normandy, a region in France. "

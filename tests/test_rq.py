@@ -9,11 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cq2a import outputs as out
-from cq2a.embeddings import Embedder
-from cq2a.exports import BugRecord
-from cq2a.models import Answer, AnswerKind, Attempt, Candidate, RejectReason, TestCase, Verdict
-from cq2a.services import release_services
+from cq2a.app import outputs as out
+from cq2a.language.embeddings import Embedder
+from cq2a.models.records import (
+    Answer,
+    AnswerKind,
+    Attempt,
+    Candidate,
+    RejectReason,
+    TestCase,
+    Verdict,
+)
+from cq2a.reporting.exports import BugRecord
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.script import marker
 from evals import rq1_bugs, rq2_filtering, rq3_quality, rq4_repair

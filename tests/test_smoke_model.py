@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from cq2a.run import run_pipeline
-from cq2a.services import release_services
+from cq2a.app.run import run_pipeline
+from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 
 SMALL = "smollm2-135m-instruct"

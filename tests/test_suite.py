@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cq2a import outputs as out
+from cq2a.app import outputs as out
+from cq2a.app.suite import SuiteError, load_suite
 from cq2a.cli import describe_sut, main
-from cq2a.services import release_services
+from cq2a.runtime.services import release_services
 from cq2a.settings import Settings
-from cq2a.suite import SuiteError, load_suite
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
 
@@ -133,7 +133,7 @@ def test_a_bad_suite_line_is_named_and_nothing_is_run(tmp_path, capsys):
 
 
 def test_a_dead_judge_is_not_a_pass_and_retry_errors_settles_only_what_it_left(tmp_path):
-    from cq2a.llm.local_server import free_port
+    from cq2a.adapters.llm.local_server import free_port
 
     test = ["test", str(tmp_path / "run"), "--out", str(tmp_path / "t")]
     test += ["--sut", f"{WORKER}:decoding_sut", *COMMON]

@@ -20,13 +20,13 @@ from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
+from cq2a.adapters.sut import SUTError, SUTQuery, build_sut  # noqa: E402
+from cq2a.adapters.sut.base import QASystem  # noqa: E402
+from cq2a.adapters.sut.callable import CallableSUT, takes_batch  # noqa: E402
+from cq2a.adapters.sut.chat import ChatSUT  # noqa: E402
+from cq2a.adapters.sut.http import HTTPSUT  # noqa: E402
+from cq2a.adapters.sut.seq2seq import Seq2SeqSUT, pick_dtype, unifiedqa_input  # noqa: E402
 from cq2a.settings import SUTSpec  # noqa: E402
-from cq2a.sut import SUTError, SUTQuery, build_sut  # noqa: E402
-from cq2a.sut.base import QASystem  # noqa: E402
-from cq2a.sut.callable import CallableSUT, takes_batch  # noqa: E402
-from cq2a.sut.chat import ChatSUT  # noqa: E402
-from cq2a.sut.http import HTTPSUT  # noqa: E402
-from cq2a.sut.seq2seq import Seq2SeqSUT, pick_dtype, unifiedqa_input  # noqa: E402
 from evals.sut_speed import random_t5, train_tokenizer  # noqa: E402
 
 CONTEXTS = [

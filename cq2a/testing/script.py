@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cq2a.prompts_loader import load_prompt
+from cq2a.adapters.llm.prompts import load_prompt
 from cq2a.testing.scripted_server import ChatRequest, Rules
 
 QuestionsFn = Callable[[str, bool], list[dict[str, str]]]

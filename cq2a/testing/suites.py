@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cq2a import outputs as out
+from cq2a.app import outputs as out
+from cq2a.app.suite import SuiteSummary, run_suite
 from cq2a.settings import Settings
-from cq2a.suite import SuiteSummary, run_suite
 
 
 def bug_table(out_dir: str | Path, limit: int = 20) -> str:

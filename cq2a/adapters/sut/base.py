@@ -1,0 +1,81 @@
+"""What every software-under-test adapter shares: the query record, the protocol, the cleanup."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from cq2a.models.records import UNANSWERABLE
+
+if TYPE_CHECKING:
+    from cq2a.settings import SUTSpec
+
+
+class SUTQuery(BaseModel):
+    """One question about one context, as the software under test receives it."""
+
+    question: str
+    context: str
+
+
+class SUTError(RuntimeError):
+    """The software under test could not be reached or answered malformed output."""
+
+
+@runtime_checkable
+class QASystem(Protocol):
+    """A question-answering system: one answer per query, in query order. An answer is a
+    string, or None to abstain: the context does not answer the question (UnifiedQA's
+    "<No Answer>", "unanswerable" and "" abstain too)."""
+
+    name: str
+
+    def answer(self, items: list[SUTQuery]) -> list[str]: ...
+
+
+def check_answers(name: str, answers: object, expected: int) -> list[str]:
+    """Validate that a SUT returned one answer per query; the answers are kept as given (only
+    surrounding white space goes; None, an abstention, becomes ``UNANSWERABLE``): the oracle
+    decides how to compare them."""
+    if not isinstance(answers, list | tuple) or len(answers) != expected:
+        count = len(answers) if isinstance(answers, list | tuple) else type(answers).__name__
+        raise SUTError(f"{name} returned {count} answers for {expected} questions")
+    if not all(answer is None or isinstance(answer, str) for answer in answers):
+        raise SUTError(f"{name} returned a non-string answer: {answers!r:.200}")
+    return [UNANSWERABLE if answer is None else answer.strip() for answer in answers]
+
+
+def truncated_inputs(sut: QASystem, items: list[SUTQuery]) -> list[bool] | None:
+    """Which inputs an adapter with a window (seq2seq) cut to fit it; None for one without."""
+    truncated = getattr(sut, "truncated", None)
+    return None if truncated is None else truncated(items)
+
+
+def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str]:
+    """``sut.answer(items)``, or ``SUTError`` once it has taken ``spec.timeout_s`` per batch.
+
+    The call runs in a daemon thread, so a SUT that never returns cannot keep the process from
+    exiting after the run has saved its work."""
+    limit = spec.timeout_s * -(-len(items) // spec.batch_size)
+    answers: list[list[str]] = []
+    failure: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            answers.append(sut.answer(items))
+        except BaseException as error:
+            failure.append(error)
+
+    worker = threading.Thread(target=call, name="sut-call", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        raise SUTError(
+            f"{sut.name} did not answer {len(items)} questions within {limit:.0f} s "
+            f"({spec.timeout_s:g} s per batch of {spec.batch_size}; raise sut.timeout_s)"
+        )
+    if failure:
+        raise failure[0]
+    return answers[0]

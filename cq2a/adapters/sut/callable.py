@@ -1,0 +1,68 @@
+"""A Python function as the software under test: per query ``(question, context) -> str`` or a
+batch function ``(list[SUTQuery]) -> list[str]``, given directly or as ``"module:function"``."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from cq2a.adapters.sut.base import SUTError, SUTQuery, check_answers
+
+
+def import_callable(target: str) -> Callable[..., Any]:
+    """Resolve ``"package.module:function"`` (dotted attributes allowed after the colon)."""
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise SUTError(f"callable SUT must be 'module:function', got {target!r}")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as error:
+        raise SUTError(f"cannot import callable SUT {target!r}: {error}") from error
+    if not callable(value):
+        raise SUTError(f"{target!r} is not callable")
+    return value
+
+
+def takes_batch(function: Callable[..., Any]) -> bool:
+    """A function with one positional parameter is a batch function; with two, per query."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return len(positional) == 1
+
+
+class CallableSUT:
+    """Calls a Python function; ``batch`` forces the calling style instead of detecting it."""
+
+    def __init__(
+        self, function: Callable[..., Any] | str, *, batch: bool | None = None, name: str = ""
+    ) -> None:
+        target = import_callable(function) if isinstance(function, str) else function
+        self._function = target
+        self.batch = takes_batch(target) if batch is None else batch
+        label = function if isinstance(function, str) else getattr(target, "__name__", "function")
+        self.name = name or f"callable:{label}"
+
+    def answer(self, items: list[SUTQuery]) -> list[str]:
+        if not items:
+            return []
+        try:
+            if self.batch:
+                answers = self._function(items)
+            else:
+                answers = [self._function(item.question, item.context) for item in items]
+        except SUTError:
+            raise
+        except Exception as error:
+            raise SUTError(f"{self.name} raised {type(error).__name__}: {error}") from error
+        return check_answers(self.name, answers, len(items))

@@ -1,0 +1,2 @@
+"""The application: a durable run, saved suites, estimates, doctor, preflight, progress, input
+files and the run directory."""

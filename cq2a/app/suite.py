@@ -1,0 +1,313 @@
+"""Saved suites: the accepted tests of a run, re-run against another version of the software
+under test without generating anything (``cq2a test``), and compared with an earlier verdict set.
+
+A suite is a run directory (its ``test_cases.jsonl``) or a JSONL file of test cases. Evaluation
+is III-D alone: the SUT answers every test in batches, then the two-stage oracle decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from cq2a.adapters.llm.breaker import LLMUnavailable
+from cq2a.adapters.llm.usage import BudgetExceeded, Usage, tally_usage
+from cq2a.app import outputs as out
+from cq2a.models.records import TestCase, Verdict
+from cq2a.oracle.evaluate import evaluate_cases
+from cq2a.runtime.services import release_services, services_for
+from cq2a.settings import Settings
+
+#: Why a suite run stops early: the judge's LLM is down or its spending cap is reached.
+STOP_ERRORS: tuple[type[BaseException], ...] = (BudgetExceeded, LLMUnavailable, KeyboardInterrupt)
+
+
+class SuiteError(ValueError):
+    """The suite or a previous directory cannot be read; the message says which line and why."""
+
+
+#: The first line of an exported suite file says what it is and where its tests come from.
+SUITE_FORMAT = "cq2a-suite"
+SUITE_VERSION = 1
+
+
+def suite_header(line: str) -> dict[str, Any] | None:
+    """The header of an exported suite, if ``line`` is one."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(record, dict) or record.get("format") != SUITE_FORMAT:
+        return None
+    return record
+
+
+def load_suite(path: str | Path) -> list[TestCase]:
+    """The test cases of a run directory, its ``test_cases.jsonl``, or an exported suite file,
+    in order."""
+    return read_suite(path)[1]
+
+
+def read_suite(path: str | Path) -> tuple[dict[str, Any] | None, list[TestCase]]:
+    """An exported suite's header (None for a run's test_cases.jsonl) and its test cases."""
+    path = Path(path)
+    file = path / out.TEST_CASES if path.is_dir() else path
+    if not file.is_file():
+        raise SuiteError(f"no suite at {path}: expected a run directory or a {out.TEST_CASES}")
+    header = None
+    cases = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        if number == 1 and (header := suite_header(line)) is not None:
+            if header.get("version") != SUITE_VERSION:
+                raise SuiteError(
+                    f"{file}: suite version {header.get('version')} is not {SUITE_VERSION}; "
+                    "upgrade cq2a to read it"
+                )
+            continue
+        try:
+            cases.append(TestCase.model_validate_json(line))
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            detail = f"{where}: {first['msg']}"
+            raise SuiteError(f"{file}:{number}: not a test case ({detail})") from None
+    ids = Counter(case.id for case in cases)
+    twice = [test_id for test_id, count in ids.items() if count > 1]
+    if twice:
+        raise SuiteError(f"{file}: test ids occur more than once: {', '.join(twice[:5])}")
+    return header, cases
+
+
+def write_suite(to: str | Path, cases: list[TestCase], sources: list[Any]) -> int:
+    """A self-describing suite file: a header line (format, version, where the tests come from),
+    then one test case per line."""
+    header = {
+        "format": SUITE_FORMAT,
+        "version": SUITE_VERSION,
+        "tests": len(cases),
+        "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+        "sources": sources,
+    }
+    out.write_jsonl(Path(to), [header, *cases])
+    return len(cases)
+
+
+def export_suite(run_dir: str | Path, to: str | Path) -> int:
+    """Write a run's accepted tests as a suite file that can be committed and reviewed."""
+    run_dir = Path(run_dir)
+    run_file = run_dir / out.RUN
+    run = out.read_json(run_file) if run_file.is_file() else {}
+    source = {
+        "run_dir": str(run_dir),
+        "run_id": run.get("run_id"),
+        "input": run.get("input"),
+        "models": run.get("models"),
+        "seed": run.get("seed"),
+        "versions": {"cq2a": (run.get("versions") or {}).get("cq2a")},
+    }
+    return write_suite(to, load_suite(run_dir), [source])
+
+
+def merge_suites(suites: list[str | Path], to: str | Path) -> int:
+    """One suite of several: the first test of each id is kept, and the sources are listed."""
+    cases: dict[str, TestCase] = {}
+    sources: list[Any] = []
+    for suite in suites:
+        header, found = read_suite(suite)
+        sources.extend(header.get("sources", []) if header else [{"suite": str(suite)}])
+        for case in found:
+            cases.setdefault(case.id, case)
+    return write_suite(to, list(cases.values()), sources)
+
+
+def previous_verdicts(previous: str | Path) -> dict[str, Verdict]:
+    """The verdicts of an earlier ``cq2a run`` or ``cq2a test`` directory, by test id."""
+    file = Path(previous) / out.VERDICTS
+    if not file.is_file():
+        raise SuiteError(f"no {out.VERDICTS} in {previous}: give a cq2a run or test directory")
+    return {v.test_id: v for v in map(Verdict.model_validate, out.read_jsonl(file))}
+
+
+class VerdictDiff(BaseModel):
+    """How this run's verdicts differ from an earlier run's on the same tests, by test id."""
+
+    fixed: list[str]
+    still_failing: list[str]
+    newly_failing: list[str]
+    not_in_previous: list[str]
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(ids) for name, ids in self.model_dump().items()}
+
+
+def diff_verdicts(before: dict[str, Verdict], after: list[Verdict]) -> VerdictDiff:
+    """Fixed (a bug before, none now), still failing, newly failing (regressions), and tests
+    the earlier run did not have. An unjudged verdict is neither a bug nor a pass: it is left
+    out of fixed and newly failing."""
+    diff: dict[str, list[str]] = {name: [] for name in VerdictDiff.model_fields}
+    for verdict in after:
+        old = before.get(verdict.test_id)
+        if old is None:
+            diff["not_in_previous"].append(verdict.test_id)
+        elif old.bug and verdict.bug:
+            diff["still_failing"].append(verdict.test_id)
+        elif old.bug and verdict.stage != "unjudged":
+            diff["fixed"].append(verdict.test_id)
+        elif verdict.bug and old.stage != "unjudged":
+            diff["newly_failing"].append(verdict.test_id)
+    return VerdictDiff(**diff)
+
+
+class SuiteSummary(BaseModel):
+    out_dir: str
+    status: str
+    message: str = ""
+    counts: dict[str, Any]
+    diff: VerdictDiff | None = None
+    usage: Usage
+    seconds: float
+
+
+def retry_state(out_dir: Path) -> tuple[list[TestCase], list[Verdict], Usage]:
+    """An earlier ``cq2a test`` directory's tests, the verdicts it settled, and what it spent."""
+    from cq2a.app.run import RunDirError
+
+    run_file = out_dir / out.RUN
+    if not run_file.exists() or out.read_json(run_file).get("kind") != "test":
+        raise RunDirError(f"nothing to retry in {out_dir}: it holds no cq2a test run")
+    record = out.read_json(run_file)
+    settled = [v for v in previous_verdicts(out_dir).values() if v.stage != "unjudged"]
+    spent = {k: v for k, v in (record.get("usage") or {}).items() if k in Usage.model_fields}
+    return load_suite(out_dir), settled, Usage(**spent)
+
+
+def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
+    """The counts run.json keeps of a suite's verdicts (``cq2a run`` and ``cq2a test``)."""
+    return {
+        "test_cases": len(cases),
+        "judged": sum(v.stage == "judge" for v in verdicts),
+        "unjudged": sum(v.stage == "unjudged" for v in verdicts),
+        "judge_low_confidence": sum(v.judge_confident is False for v in verdicts),
+        "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
+        "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
+        "bugs": sum(v.bug for v in verdicts),
+        "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
+        "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
+    }
+
+
+def run_suite(
+    suite: str | Path,
+    out_dir: str | Path,
+    settings: Settings,
+    *,
+    filter_failing: str | Path | None = None,
+    compare: str | Path | None = None,
+    force: bool = False,
+    retry_errors: bool = False,
+) -> SuiteSummary:
+    """Run the SUT and the oracle over a saved suite; every outcome leaves verdicts, bugs and
+    run.json in ``out_dir``.
+
+    ``filter_failing``: only the tests that were bugs in that earlier directory. ``compare``:
+    the verdicts are diffed with that directory's (fixed, still failing, newly failing).
+    ``retry_errors``: ``out_dir`` holds an earlier ``cq2a test`` of these tests; only those it
+    left without a verdict (a stop, a failure) or unjudged run again."""
+    from cq2a.app.run import RunDirError, bug_record, package_versions
+
+    started = time.time()
+    out_dir = Path(out_dir)
+    run_file = out_dir / out.RUN
+    kept: list[Verdict] = []
+    spent = Usage()
+    if retry_errors:
+        cases, kept, spent = retry_state(out_dir)
+    else:
+        if run_file.exists() and not force:
+            raise RunDirError(
+                f"{out_dir} holds an earlier run; choose another --out, pass --force, or "
+                "--retry-errors to re-run only its tests without a verdict"
+            )
+        cases = load_suite(suite)
+        if filter_failing is not None:
+            failing = {i for i, v in previous_verdicts(filter_failing).items() if v.bug}
+            cases = [case for case in cases if case.id in failing]
+    before = previous_verdicts(compare) if compare is not None else None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = {v.test_id for v in kept}
+    todo = [case for case in cases if case.id not in done]
+    if settings.cache_path is None:
+        settings = settings.model_copy(update={"cache_path": str(out_dir / out.LLM_CACHE)})
+    run_key = "suite:" + hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:12]
+    release_services()
+    status, message, error = "finished", "", None
+    verdicts: list[Verdict] = []
+    again = "run the same command with --retry-errors"
+    try:
+        with tally_usage() as tally:
+            verdicts = evaluate_cases(services_for(settings, run_key), todo)
+    except STOP_ERRORS as stop:
+        status, message = "stopped", f"{stop or 'interrupted'}; once fixed, {again}"
+    except Exception as failure:
+        status = "failed"
+        message = f"{type(failure).__name__}: {failure}; after a fix, {again}"
+        error = {
+            "type": type(failure).__name__,
+            "message": str(failure),
+            "traceback": traceback.format_exc(),
+        }
+    finally:
+        release_services(run_key)
+    by_id = {v.test_id: v for v in [*kept, *verdicts]}
+    verdicts = [by_id[case.id] for case in cases if case.id in by_id]
+    usage = spent + tally.total
+    counts = suite_counts(cases, verdicts)
+    if status == "finished" and counts["unjudged"]:
+        status = "incomplete"
+        message = f"{counts['unjudged']} verdicts are unjudged (the judge gave no verdict); {again}"
+    case_by_id = {case.id: case for case in cases}
+    out.write_jsonl(out_dir / out.TEST_CASES, cases)
+    out.write_jsonl(out_dir / out.VERDICTS, verdicts)
+    out.write_jsonl(out_dir / out.BUGS, [bug_record(v, case_by_id) for v in verdicts if v.bug])
+    diff = diff_verdicts(before, verdicts) if before is not None and verdicts else None
+    finished = time.time()
+    record = {
+        "kind": "test",
+        "status": status,
+        "message": message,
+        "error": error,
+        "suite": str(suite),
+        "filter_failing": str(filter_failing) if filter_failing is not None else None,
+        "compare": str(compare) if compare is not None else None,
+        "seconds": round(finished - started, 2),
+        "models": {
+            "judge": settings.judge.model,
+            "sut": f"{settings.sut.kind}:{settings.sut.model}",
+            "embedding": settings.embedding_model,
+        },
+        "versions": package_versions(),
+        "settings": settings.public_dump(),
+        "counts": counts,
+        "diff": diff.model_dump() if diff else None,
+        "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
+    }
+    out.write_json(run_file, record)
+    return SuiteSummary(
+        out_dir=str(out_dir),
+        status=status,
+        message=message,
+        counts=counts,
+        diff=diff,
+        usage=usage,
+        seconds=record["seconds"],
+    )

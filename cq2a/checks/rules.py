@@ -1,0 +1,343 @@
+"""Constraint checks on a generated question (III-C1).
+
+Each rule is one function returning a ``CheckResult``; ``check_question`` runs them all,
+``rejection_reasons`` maps failures to the reasons recorded with a rejected candidate, and
+``apply_constraints`` records both on a candidate's current attempt. ``check_round`` is the
+graph's step: the checks over a context's waiting candidates, then near-duplicate removal
+(``cq2a.checks.dedup``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from cq2a.checks.dedup import mark_duplicates
+from cq2a.language.embeddings import SimilarityMatrix
+from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_in, without_articles
+from cq2a.language.lexicon import NON_LEXICAL_VERBS, words
+from cq2a.models.candidates import at_step, settle, with_attempt
+from cq2a.models.records import Answer, AnswerKind, Candidate, CheckResult, RejectReason
+from cq2a.settings import Settings
+
+#: ``paper``: the answer itself (case, punctuation, articles and inflection aside) must not be in
+#: its question (III-C1). ``strict``: nor any noun of an answer phrase.
+LeakRule = Literal["paper", "strict"]
+
+COMPLETE = "completeness"
+NO_LEAK = "no_leakage"
+LENGTH = "length"
+MENTIONS_ENTITIES = "mentions_entities"
+FORM = "question_form"
+GROUNDED = "grounded"
+BOTH_SENTENCES = "both_sentences"
+PREMISE = "stated_premise"
+
+REASON_OF_CHECK = {
+    COMPLETE: RejectReason.INCOMPLETE,
+    NO_LEAK: RejectReason.LEAK,
+    MENTIONS_ENTITIES: RejectReason.MISSING_ENTITY,
+    FORM: RejectReason.WRONG_FORM,
+    GROUNDED: RejectReason.UNGROUNDED,
+    BOTH_SENTENCES: RejectReason.SINGLE_SENTENCE,
+    PREMISE: RejectReason.FALSE_PREMISE,
+}
+#: Words a yes/no question opens with (an auxiliary or modal before its subject).
+YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
+CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
+NOUN_UPOS = frozenset({"NOUN", "PROPN"})
+#: Words that rank what a question asks about ("the first fief", "the only ruler").
+RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
+
+
+def explanation_is_complete(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
+    """III-C1 Completeness: the entity appears in the explanation; for a relation, the whole
+    triple (both entities and the relation) does. Matched on words and on lemmas."""
+    if answer.triple is None:
+        parts = [answer.text]
+    else:
+        parts = [answer.triple.subject, answer.triple.relation, answer.triple.object]
+    missing = [part for part in parts if not occurs_in(part, explanation, lemmatize)]
+    if missing:
+        return CheckResult(
+            name=COMPLETE, passed=False, detail=f"explanation lacks {', '.join(missing)}"
+        )
+    return CheckResult(name=COMPLETE, passed=True)
+
+
+def relation_verbs(answer: Answer, lemmatize: Lemmatizer) -> set[str]:
+    """The lexical verbs (lemmas) of a relation answer: what a question must not give away."""
+    verbs = {lemma for lemma, upos in lemmatize(answer.text) if upos == "VERB"}
+    if answer.lemma:
+        verbs.add(answer.lemma.lower())
+    return verbs - NON_LEXICAL_VERBS
+
+
+def leaked_words(
+    answer: Answer, question: str, lemmatize: Lemmatizer, rule: LeakRule = "paper"
+) -> list[str]:
+    """What of ``answer`` shows in ``question`` (III-C1 "the answer itself must not appear in
+    the generated question").
+
+    ``paper``: the answer's text, as written or lemma for lemma (articles, case, punctuation
+    and inflection aside); for a relation, any of its verbs (lemmas). ``strict`` also counts any
+    noun of an answer phrase.
+    """
+    leaks: list[str] = []
+    question_lemmas = lemma_words(question, lemmatize)
+    context_lemmas = without_articles(
+        words(answer.lemma or "")
+    )  # the answer as parsed in its context
+    if occurs_in(answer.text, question, lemmatize):
+        leaks.append(answer.text)
+    elif answer.kind is not AnswerKind.RELATION and contains_run(
+        without_articles(question_lemmas), context_lemmas
+    ):
+        leaks.append(answer.lemma or "")
+    if answer.kind is AnswerKind.RELATION:
+        leaks += [verb for verb in relation_verbs(answer, lemmatize) if verb in question_lemmas]
+    if rule == "strict" and answer.kind is AnswerKind.ENTITY_PHRASE:
+        leaks += [n for n in answer.head_nouns if n.lower() in question_lemmas]
+    return sorted(set(leaks))
+
+
+def answer_leaks_into_question(
+    answer: Answer, question: str, lemmatize: Lemmatizer, rule: LeakRule = "paper"
+) -> CheckResult:
+    """III-C1 Avoiding information leakage: the answer must not appear in its question."""
+    leaks = leaked_words(answer, question, lemmatize, rule)
+    if leaks:
+        return CheckResult(name=NO_LEAK, passed=False, detail=f"question contains {leaks}")
+    return CheckResult(name=NO_LEAK, passed=True)
+
+
+def question_length_is_ok(question: str, min_chars: int, max_chars: int) -> CheckResult:
+    """Table I: each question exceeds 25 characters; overly long ones are cut off too."""
+    length = len(question.strip())
+    if length < min_chars:
+        return CheckResult(name=LENGTH, passed=False, detail=f"too_short: {length} chars")
+    if length > max_chars:
+        return CheckResult(name=LENGTH, passed=False, detail=f"too_long: {length} chars")
+    return CheckResult(name=LENGTH, passed=True)
+
+
+def question_mentions_both_entities(answer: Answer, question: str) -> CheckResult:
+    """Table I, relation prompt, requirement 3: the question mentions Entity1 and Entity2.
+
+    An entity counts as mentioned when one of its content words (longer than three letters, or
+    its only word) is in the question, since questions may shorten long noun phrases."""
+    if answer.triple is None:
+        return CheckResult(name=MENTIONS_ENTITIES, passed=True)
+    question_words = set(words(question))
+    missing = []
+    for entity in (answer.triple.subject, answer.triple.object):
+        entity_words = words(entity)
+        content = [w for w in entity_words if len(w) > 3] or entity_words
+        if not question_words.intersection(content):
+            missing.append(entity)
+    if missing:
+        return CheckResult(
+            name=MENTIONS_ENTITIES, passed=False, detail=f"question omits {', '.join(missing)}"
+        )
+    return CheckResult(name=MENTIONS_ENTITIES, passed=True)
+
+
+def ranks(text: str) -> set[str]:
+    """The ranking words of a text, inside hyphenated words too ("first-ever")."""
+    return {part for word in words(text) for part in word.split("-")} & RANKING_WORDS
+
+
+def question_adds_no_ranking(answer: Answer, question: str) -> CheckResult:
+    """A span question ranks its answer only as its sentences do: "What was the first fief
+    formed by the Normans ...?" for "Duchy of Normandy", where the passage says "a great fief",
+    asks about a fact the passage never states (a false premise), and its gold answers another
+    question. Its cost on human questions is measured by ``evals.validity --rule-costs``."""
+    evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
+    added = sorted(ranks(question) - evidence)
+    if added:
+        said = ", ".join(f'"{word}"' for word in added)
+        return CheckResult(
+            name=PREMISE, passed=False, detail=f"says {said}, which its sentence does not"
+        )
+    return CheckResult(name=PREMISE, passed=True)
+
+
+def is_yes_no_question(question: str) -> bool:
+    """A question that opens with an auxiliary or a modal ("Did Rollo ...?", "Is it ...?")."""
+    first = words(question)[:1]
+    return bool(first) and first[0] in YES_NO_OPENERS
+
+
+#: The blank a generation prompt shows where the target stands (``cq2a.generation.questions``).
+BLANK = "___"
+
+
+def question_has_its_form(answer: Answer, question: str) -> CheckResult:
+    """A question stands on its own: it does not copy the prompt's blank ("... incursions of
+    _____ war bands ..."). A yes/no target needs a yes/no question; an unanswerable one must
+    not be one (its only honest answer would be "no", not an abstention)."""
+    if BLANK in question:
+        return CheckResult(name=FORM, passed=False, detail="copies the blank of its prompt")
+    yes_no = is_yes_no_question(question)
+    if answer.kind is AnswerKind.YES_NO and not yes_no:
+        return CheckResult(name=FORM, passed=False, detail="not a yes/no question")
+    if answer.kind is AnswerKind.UNANSWERABLE and yes_no:
+        return CheckResult(name=FORM, passed=False, detail="a yes/no question")
+    return CheckResult(name=FORM, passed=True)
+
+
+def _lemmas(text: str, lemmatize: Lemmatizer, upos: frozenset[str]) -> set[str]:
+    return {lemma for lemma, tag in lemmatize(text) if tag in upos}
+
+
+def explanation_is_grounded(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
+    """Completeness for a yes/no target (III-C1 in spirit): the explanation quotes its sentence,
+    sharing at least two of its content words."""
+    shared = _lemmas(answer.sentence, lemmatize, CONTENT_UPOS) & _lemmas(
+        explanation, lemmatize, CONTENT_UPOS
+    )
+    if len(shared) < 2:
+        return CheckResult(name=COMPLETE, passed=False, detail="explanation does not quote it")
+    return CheckResult(name=COMPLETE, passed=True)
+
+
+def question_is_grounded(answer: Answer, question: str, lemmatize: Lemmatizer) -> CheckResult:
+    """An unanswerable question is about its sentence's topic: it names a noun of it."""
+    if _lemmas(answer.sentence, lemmatize, NOUN_UPOS) & _lemmas(question, lemmatize, NOUN_UPOS):
+        return CheckResult(name=GROUNDED, passed=True)
+    return CheckResult(name=GROUNDED, passed=False, detail="names nothing of its sentence")
+
+
+def question_uses_both_sentences(
+    answer: Answer, question: str, lemmatize: Lemmatizer
+) -> CheckResult:
+    """A multi-sentence question uses a fact of its second sentence: a content word that only
+    that sentence has."""
+    only_bridge = _lemmas(answer.bridge or "", lemmatize, CONTENT_UPOS) - _lemmas(
+        answer.sentence, lemmatize, CONTENT_UPOS
+    )
+    if only_bridge & _lemmas(question, lemmatize, CONTENT_UPOS):
+        return CheckResult(name=BOTH_SENTENCES, passed=True)
+    return CheckResult(
+        name=BOTH_SENTENCES, passed=False, detail="uses nothing only the second sentence says"
+    )
+
+
+def check_question(
+    answer: Answer,
+    question: str,
+    explanation: str,
+    *,
+    lemmatize: Lemmatizer,
+    min_chars: int,
+    max_chars: int,
+    leak_rule: LeakRule = "paper",
+) -> list[CheckResult]:
+    """The III-C1 constraints on one candidate question. Lexical validity is a property of the
+    answer alone, checked once at extraction (``answer_is_lexically_valid``).
+
+    Yes/no and unanswerable questions have no span answer to leak or to explain: a yes/no
+    question must have its form and an explanation that quotes its sentence, an unanswerable
+    one must be about its sentence's topic. A span question may not rank its answer ("first",
+    "only") where its sentences do not. A multi-sentence question has the span checks and must
+    use its second sentence."""
+    length = question_length_is_ok(question, min_chars, max_chars)
+    kind = answer.kind.question_kind
+    if kind == "yesno":
+        return [
+            question_has_its_form(answer, question),
+            explanation_is_grounded(answer, explanation, lemmatize),
+            length,
+        ]
+    if kind == "unanswerable":
+        return [
+            question_has_its_form(answer, question),
+            question_is_grounded(answer, question, lemmatize),
+            length,
+        ]
+    results = [
+        explanation_is_complete(answer, explanation, lemmatize),
+        answer_leaks_into_question(answer, question, lemmatize, leak_rule),
+        length,
+        question_mentions_both_entities(answer, question),
+        question_has_its_form(answer, question),
+        question_adds_no_ranking(answer, question),
+    ]
+    if kind == "multi_sentence":
+        results.append(question_uses_both_sentences(answer, question, lemmatize))
+    return results
+
+
+def rejection_reasons(results: list[CheckResult]) -> list[RejectReason]:
+    reasons: list[RejectReason] = []
+    for result in results:
+        if result.passed:
+            continue
+        if result.name == LENGTH:
+            too_long = result.detail.startswith("too_long")
+            reasons.append(RejectReason.TOO_LONG if too_long else RejectReason.TOO_SHORT)
+        else:
+            reasons.append(REASON_OF_CHECK[result.name])
+    return list(dict.fromkeys(reasons))
+
+
+def apply_constraints(
+    candidate: Candidate,
+    lemmatize: Lemmatizer,
+    *,
+    min_chars: int,
+    max_chars: int,
+    leak_rule: LeakRule,
+) -> Candidate:
+    """Run the III-C1 checks on the current attempt and record any rejection reasons; a
+    question that passes them all goes on to be re-asked."""
+    attempt = candidate.current
+    results = check_question(
+        candidate.answer,
+        attempt.question,
+        attempt.explanation,
+        lemmatize=lemmatize,
+        min_chars=min_chars,
+        max_chars=max_chars,
+        leak_rule=leak_rule,
+    )
+    reasons = rejection_reasons(results)
+    checked = with_attempt(candidate, checks=results, reasons=reasons)
+    return checked if reasons else checked.model_copy(update={"next_step": "reask"})
+
+
+#: Where a question that passed its checks in an earlier round waits, until accepted.
+PAST_CHECKS = ("reask", "compare")
+
+
+def check_round(
+    candidates: Sequence[Candidate],
+    lemmatize: Lemmatizer,
+    similarity_matrix: SimilarityMatrix,
+    settings: Settings,
+) -> list[Candidate]:
+    """III-C1 over every candidate waiting for its checks, then near-duplicate removal; returns
+    every candidate of the context, settled."""
+    checked = [
+        apply_constraints(
+            candidate,
+            lemmatize,
+            min_chars=settings.min_question_chars,
+            max_chars=settings.max_question_chars,
+            leak_rule=settings.leak_rule,
+        )
+        for candidate in at_step(candidates, "check")
+    ]
+    passed = at_step(checked, "reask")
+    # Questions kept from earlier rounds win over this round's: accepted ones, and those still
+    # on their way to acceptance.
+    earlier = [c for c in candidates if c.status == "accepted" or c.next_step in PAST_CHECKS]
+    deduped = (
+        mark_duplicates(passed, earlier, similarity_matrix, settings.dedup_threshold)
+        if passed
+        else []
+    )
+    by_id = {c.id: c for c in [*checked, *deduped]}
+    # Every slot leaves settled, including one of an older checkpoint whose generation failed
+    # on its last attempt (see Candidate's implied step).
+    return [settle(by_id.get(c.id, c), settings.max_attempts) for c in candidates]

@@ -1,0 +1,122 @@
+"""Which answers of a context get question slots: first a mix of kinds, then, round by round,
+the answers that reach the sentences no accepted test covers yet and the kinds the accepted
+tests lack (coverage-steered generation).
+
+A context's pool holds every target it could ask about, best first within each kind: the ranked
+entity answers (``cq2a.answers.asked``, up to ``answer_budget``), the relation triples, and the
+yes/no, unanswerable and multi-sentence targets (``cq2a.answers.kinds``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cq2a.models.mix import Mix
+from cq2a.models.records import Answer, Candidate, ContextPlan, Evidence, QuestionKind
+from cq2a.settings import Settings
+
+
+def sentences_of(answer: Answer, spans: Sequence[tuple[int, int]]) -> set[int]:
+    """The sentences (indices into ``spans``) a target's evidence lies in; without evidence, its
+    own sentence."""
+    return evidence_sentences(answer.evidence, spans) or {answer.sentence_index}
+
+
+def evidence_sentences(evidence: Sequence[Evidence], spans: Sequence[tuple[int, int]]) -> set[int]:
+    """The sentences (indices into ``spans``, the context's sentence offsets) that evidence
+    spans overlap: the deterministic segment match RQ3's coverage uses."""
+    return {
+        index
+        for item in evidence
+        for index, (start, end) in enumerate(spans)
+        if start < item.end and item.start < end
+    }
+
+
+def covered_sentences(
+    candidates: Sequence[Candidate], spans: Sequence[tuple[int, int]]
+) -> set[int]:
+    """Sentences with at least one accepted test, matched on the tests' evidence offsets."""
+    return {
+        index
+        for candidate in candidates
+        if candidate.status == "accepted"
+        for index in sentences_of(candidate.answer, spans)
+    }
+
+
+def coverage(candidates: Sequence[Candidate], spans: Sequence[tuple[int, int]]) -> float:
+    """The share of a context's sentences that at least one accepted test covers."""
+    return round(len(covered_sentences(candidates, spans)) / len(spans), 4) if spans else 0.0
+
+
+def places_by_deficit(mix: Mix, accepted: Sequence[QuestionKind], count: int) -> list[QuestionKind]:
+    """``count`` places for new answers, one at a time to the kind furthest below its share of
+    the suite the places would make (accepted tests plus one per place)."""
+    have = {kind: float(sum(k == kind for k in accepted)) for kind in mix}
+    total = float(len(accepted))
+    places: list[QuestionKind] = []
+    for _ in range(count):
+        total += 1
+        kind = max(mix, key=lambda k: (mix[k] * total - have[k], mix[k]))
+        have[kind] += 1
+        places.append(kind)
+    return places
+
+
+def next_answers(
+    pool: Sequence[Answer],
+    active: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    *,
+    mix: Mix,
+    spans: Sequence[tuple[int, int]],
+    count: int,
+) -> list[Answer]:
+    """Up to ``count`` answers for one more round: each place goes to the kind whose accepted
+    share lags the mix most (``places_by_deficit``); within a kind, answers in sentences no
+    accepted test covers yet come first, each pick marking its sentences covered. A place of a
+    kind with no answer left goes to the next kind that has one."""
+    taken = {a.id for a in active}
+    left = [a for a in pool if a.id not in taken]
+    uncovered = set(range(len(spans))) - covered_sentences(candidates, spans)
+    accepted = [c.answer.kind.question_kind for c in candidates if c.status == "accepted"]
+    picked: list[Answer] = []
+    for kind in places_by_deficit(mix, accepted, count):
+        order = [kind, *(k for k in mix if k != kind)]
+        of_kind = next((found for k in order if (found := _of_kind(left, k))), [])
+        if not of_kind:
+            break
+        fresh = [a for a in of_kind if sentences_of(a, spans) & uncovered]
+        answer = (fresh or of_kind)[0]
+        left.remove(answer)
+        picked.append(answer)
+        uncovered -= sentences_of(answer, spans)
+    return picked
+
+
+def _of_kind(answers: Sequence[Answer], kind: QuestionKind) -> list[Answer]:
+    return [a for a in answers if a.kind.question_kind == kind]
+
+
+def coverage_round(
+    plan: ContextPlan,
+    answers: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    settings: Settings,
+) -> list[Answer]:
+    """The answers one more round gives slots to, once a context's slots have settled: half of
+    ``answers_per_context`` (at least one) by ``next_answers``, while ``coverage_rounds`` and
+    ``answer_budget`` last. Empty: the context is done."""
+    room = settings.answer_budget - len(answers)
+    if plan.coverage_rounds >= settings.coverage_rounds or room <= 0:
+        return []
+    count = min(max(1, settings.answers_per_context // 2), room)
+    return next_answers(
+        plan.pool,
+        answers,
+        candidates,
+        mix=settings.mix(),
+        spans=plan.sentence_spans,
+        count=count,
+    )

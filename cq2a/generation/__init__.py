@@ -1,0 +1,1 @@
+"""III-B Answer-targeted question generation, and the loop back with feedback."""

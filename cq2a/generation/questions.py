@@ -1,0 +1,231 @@
+"""Answer-targeted question generation (III-B) and the loop back with feedback.
+
+Each answer owns a fixed number of question slots (5 for entities, 10 for relations, Table I).
+A round (``generation_round``) sends one request per answer for all of its slots waiting for a
+question; a slot whose question was rejected waits again, and is filled with the rejection
+reasons in the prompt, until it runs out of attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from cq2a.adapters.fanout import parallel_map
+from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.models.candidates import at_step, settle
+from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
+from cq2a.settings import Settings
+
+
+class GeneratedQuestion(BaseModel):
+    question: str = Field(description="A natural question whose answer is the target")
+    explanation: str = Field(description="Why the target answers the question")
+
+
+class GeneratedQuestions(BaseModel):
+    """The structured output of both question generation prompts (Table I)."""
+
+    questions: list[GeneratedQuestion] = Field(default_factory=list)
+
+
+def slots_per_answer(answer: Answer, per_entity: int, per_relation: int) -> int:
+    return per_relation if answer.kind is AnswerKind.RELATION else per_entity
+
+
+def new_slots(answer: Answer, count: int) -> list[Candidate]:
+    return [
+        Candidate(id=f"{answer.id}:q{slot}", context_id=answer.context_id, answer=answer, slot=slot)
+        for slot in range(count)
+    ]
+
+
+def slots_for_new_answers(
+    answers: Sequence[Answer], candidates: Sequence[Candidate], per_entity: int, per_relation: int
+) -> list[Candidate]:
+    """The question slots of answers that have none yet (Table I: 5 per entity, 10 per
+    relation)."""
+    slotted = {c.answer.id for c in candidates}
+    return [
+        slot
+        for answer in answers
+        if answer.id not in slotted
+        for slot in new_slots(answer, slots_per_answer(answer, per_entity, per_relation))
+    ]
+
+
+def feedback_for(slots: list[Candidate]) -> str:
+    """The rejected questions of these slots with their reasons, for the next prompt."""
+    items = []
+    for slot in slots:
+        if not slot.attempts or not slot.current.rejected:
+            continue
+        attempt = slot.current
+        notes = [check.detail for check in attempt.checks if not check.passed]
+        if RejectReason.INCONSISTENT in attempt.reasons and attempt.majority_answer:
+            # what the question really asks for, so the next one can aim at the target
+            notes.append(
+                f'it was answered with "{attempt.majority_answer}", not "{slot.answer.text}"'
+            )
+        details = "; ".join(notes)
+        reasons = ", ".join(reason.value for reason in attempt.reasons)
+        question = attempt.question or "(no question was produced)"
+        items.append(f'- "{question}" was rejected: {reasons}{f" ({details})" if details else ""}')
+    if not items:
+        return ""
+    return render_prompt("feedback", items="\n".join(items))
+
+
+def blank_out(sentence: str, answer: str) -> str:
+    """The sentence with the target replaced by a blank: a small model asked to "ask for the
+    blank" targets it far more often than one shown the sentence whole (III-B)."""
+    at = sentence.find(answer)
+    if at < 0:
+        return sentence
+    return f"{sentence[:at]}_____{sentence[at + len(answer) :]}"
+
+
+def blank_span(answer: Answer) -> str:
+    """The answer's sentence with the answer's own span (its character offsets) blanked, else
+    its first occurrence: a relation's verb where the triple was read ("They were _____ from
+    Norse raiders")."""
+    sentence = answer.evidence[0] if answer.evidence else None
+    if sentence is None or answer.start is None or answer.end is None:
+        return blank_out(answer.sentence, answer.text)
+    start, end = answer.start - sentence.start, answer.end - sentence.start
+    if not 0 <= start < end <= len(sentence.text):
+        return blank_out(answer.sentence, answer.text)
+    return f"{sentence.text[:start]}_____{sentence.text[end:]}"
+
+
+def generation_messages(
+    answer: Answer, context: Context, count: int, feedback: str
+) -> tuple[str, str]:
+    """System and user messages; the context comes first so servers can reuse the prefix."""
+    if answer.kind is AnswerKind.RELATION:
+        assert answer.triple is not None
+        return load_prompt("relation_questions.system"), render_prompt(
+            "relation_questions.user",
+            context=context.context,
+            triple=answer.triple.as_text(),
+            cloze=blank_span(answer),
+            feedback=feedback,
+            count=count,
+            answer=answer.text,
+        )
+    kind = answer.kind.question_kind
+    if kind == "entity":
+        return load_prompt("entity_questions.system"), render_prompt(
+            "entity_questions.user",
+            context=context.context,
+            cloze=blank_out(answer.sentence, answer.text),
+            feedback=feedback,
+            count=count,
+            answer=answer.text,
+        )
+    # yes/no, unanswerable and multi-sentence questions (cq2a.answers.kinds): one prompt file each
+    name = f"{kind}_questions"
+    return load_prompt(f"{name}.system"), render_prompt(
+        f"{name}.user",
+        context=context.context,
+        sentence=answer.sentence,
+        bridge=answer.bridge or "",
+        feedback=feedback,
+        count=count,
+        answer=answer.text,
+    )
+
+
+def fill_slots(
+    slots: list[Candidate], output: GeneratedQuestions | Malformed, feedback: str
+) -> list[Candidate]:
+    """Give each slot its next attempt from the generated questions, in order."""
+    questions = output.questions if isinstance(output, GeneratedQuestions) else []
+    filled = []
+    for index, slot in enumerate(slots):
+        number = len(slot.attempts) + 1
+        if index < len(questions):
+            generated = questions[index]
+            attempt = Attempt(
+                number=number,
+                question=generated.question.strip(),
+                explanation=generated.explanation.strip(),
+                feedback=feedback or None,
+            )
+        else:
+            attempt = Attempt(
+                number=number,
+                question="",
+                explanation=_failure_detail(output),
+                reasons=[_failure_reason(output)],
+                feedback=feedback or None,
+            )
+        filled.append(
+            slot.model_copy(update={"attempts": [*slot.attempts, attempt], "error": None})
+        )
+    return filled
+
+
+def _failure_reason(output: object) -> RejectReason:
+    return RejectReason.MALFORMED if isinstance(output, Malformed) else RejectReason.NO_QUESTION
+
+
+def _failure_detail(output: object) -> str:
+    if isinstance(output, Malformed):
+        return f"malformed output: {output.error}"
+    return "the model returned fewer questions than asked"
+
+
+def generate_questions(
+    client: ChatClient, answer: Answer, context: Context, slots: list[Candidate], seed_offset: int
+) -> list[Candidate]:
+    """One generation request for the slots of one answer (III-B).
+
+    A failed call spends no attempt: the slots keep the error and are asked for again in the
+    next round, or by ``--resume`` / ``--retry-errors``."""
+    feedback = feedback_for(slots)
+    system, user = generation_messages(answer, context, len(slots), feedback)
+    try:
+        outputs = client.structured(system, user, GeneratedQuestions, seed_offset=seed_offset)
+    except LLMCallFailed as error:
+        return [slot.model_copy(update={"error": str(error)}) for slot in slots]
+    return fill_slots(slots, outputs[0], feedback)
+
+
+def after_generation(slot: Candidate, max_attempts: int) -> Candidate:
+    """A slot given a question goes on to its checks. One whose call failed spent no attempt
+    and waits at generate; one the model wrote no question for (malformed or too few) spent
+    one and is settled like any rejection."""
+    if slot.error is not None:
+        return slot
+    if slot.current.rejected:
+        return settle(slot, max_attempts)
+    return slot.model_copy(update={"next_step": "check"})
+
+
+def generation_round(
+    client: ChatClient,
+    context: Context,
+    answers: Sequence[Answer],
+    candidates: Sequence[Candidate],
+    settings: Settings,
+) -> list[Candidate]:
+    """Fill every slot waiting for a question: new answers' slots, and rejected slots again;
+    one request per answer, for all of its waiting slots. Returns the slots it asked for."""
+    new = slots_for_new_answers(
+        answers, candidates, settings.questions_per_entity, settings.questions_per_relation
+    )
+    by_answer: dict[str, list[Candidate]] = {}
+    for slot in at_step([*candidates, *new], "generate"):
+        by_answer.setdefault(slot.answer.id, []).append(slot)
+
+    def ask(slots: list[Candidate]) -> list[Candidate]:
+        first = slots[0]
+        return generate_questions(
+            client, first.answer, context, slots, seed_offset=len(first.attempts)
+        )
+
+    filled = parallel_map(ask, list(by_answer.values()), settings.concurrency)
+    return [after_generation(slot, settings.max_attempts) for slots in filled for slot in slots]

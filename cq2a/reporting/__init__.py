@@ -1,0 +1,1 @@
+"""Reporting a run directory: the HTML report, exports and JUnit XML."""

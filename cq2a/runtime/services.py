@@ -1,0 +1,112 @@
+"""The one registry of what a run uses: its LLM clients, embedder, parser and SUT.
+
+Per run (keyed by settings and the run's thread id): the LLM clients with their cache and
+spending meter, so two runs never share a meter. Per process: the parser, the embedder and the
+SUT, which are the same for every run with the same spec, so a long-lived ``langgraph dev``
+server loads each once however many threads it serves. ``release_services`` ends a run's share.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Any
+
+from cq2a.adapters.llm.breaker import reset_breakers
+from cq2a.adapters.llm.client import LLMRuntime, build_llm_runtime, forget_n_support
+from cq2a.adapters.sut import build_sut
+from cq2a.adapters.sut.chat import sut_chat_model
+from cq2a.language.embeddings import default_threshold, load_embedder
+from cq2a.language.parsing import get_parser, lemmatizer
+from cq2a.settings import Settings, SUTSpec
+
+
+@dataclass
+class Services:
+    settings: Settings
+    run_key: str = "default"
+
+    @cached_property
+    def llm(self) -> LLMRuntime:
+        return build_llm_runtime(self.settings, self.run_key)
+
+    @cached_property
+    def embedder(self) -> Any:
+
+        return load_embedder(self.settings.embedding_model)
+
+    @cached_property
+    def parser(self) -> Any:
+
+        return get_parser(self.settings.parser)
+
+    @property
+    def lemmatize(self) -> Any:
+        return _shared_lemmatizer(self.settings.parser)
+
+    @property
+    def sut(self) -> Any:
+        spec = self.settings.sut
+        secret = spec.api_key.get_secret_value() if spec.api_key else ""
+        return _shared_sut(spec.model_dump_json(), secret, self.settings.local_slots)
+
+    def close(self) -> None:
+        """Close this run's LLM cache, if its clients were ever built."""
+        runtime = self.__dict__.get("llm")
+        if runtime is not None and runtime.cache is not None:
+            runtime.cache.close()
+
+    @property
+    def consistency_threshold(self) -> float:
+
+        chosen = self.settings.consistency_threshold
+        return default_threshold(self.settings.embedding_model) if chosen is None else chosen
+
+    @property
+    def oracle_threshold(self) -> float:
+
+        chosen = self.settings.oracle_threshold
+        return default_threshold(self.settings.embedding_model) if chosen is None else chosen
+
+
+@cache
+def _shared_lemmatizer(backend: str) -> Any:
+
+    return lemmatizer(get_parser(backend))  # type: ignore[arg-type]
+
+
+@cache
+def _shared_sut(spec_json: str, api_key: str, local_slots: int) -> Any:
+    from functools import partial
+
+    spec = SUTSpec.model_validate_json(spec_json)
+    if api_key:
+        spec = spec.model_copy(update={"api_key": api_key})
+    return build_sut(spec, chat_factory=partial(sut_chat_model, local_slots=local_slots))
+
+
+_SERVICES: dict[tuple[str, str], Services] = {}
+_SERVICES_LOCK = threading.Lock()
+
+
+def services_for(settings: Settings | None, run_key: str = "default") -> Services:
+    """The services of one run; built on first use, shared by every node of that run."""
+    settings = settings or Settings()
+    key = (settings.model_dump_json(), run_key)
+    with _SERVICES_LOCK:
+        if key not in _SERVICES:
+            _SERVICES[key] = Services(settings, run_key)
+        return _SERVICES[key]
+
+
+def release_services(run_key: str | None = None) -> None:
+    """End one run's share (or every run's, with no key): close its cache, drop its meter and
+    clients, close the LLM breakers, forget which servers honour ``n``."""
+
+    with _SERVICES_LOCK:
+        for key in [k for k in _SERVICES if run_key is None or k[1] == run_key]:
+            _SERVICES.pop(key).close()
+    if run_key is None:
+        reset_breakers()
+        forget_n_support()
