@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Check the import-linter contracts of pyproject.toml on the tree a wheel installs: an editable
+# install maps graph/ and nodes/ to cq2a.graph and cq2a.nodes with an import hook that a checker
+# walking cq2a/ on disk does not see. Usage: scripts/lint_imports.sh [SOURCE_DIR]
+set -euo pipefail
+SOURCE="$(cd "${1:-$(dirname "$0")/..}" && pwd)"
+PY="${PYTHON:-$SOURCE/.venv/bin/python}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+"$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/wheel" "$SOURCE" >/dev/null
+"$PY" -m zipfile -e "$WORK"/wheel/*.whl "$WORK/tree"
+cd "$WORK/tree"
+PYTHONPATH="$WORK/tree" "$(dirname "$PY")/lint-imports" --config "$SOURCE/pyproject.toml"
