@@ -34,7 +34,8 @@ from cq2a.reporting.exports import (
     load_run,
     read_labels,
 )
-from cq2a.reporting.report import funnel_rows, write_report
+from cq2a.reporting.funnel import funnel_rows
+from cq2a.reporting.report import write_report
 
 CONTEXT_A = (
     "The Normans gave their name to Normandy, a region in France. "
