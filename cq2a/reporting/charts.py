@@ -45,8 +45,11 @@ class Chart(BaseModel):
 
 
 def applied_threshold(run: dict[str, Any], stage: Stage) -> float | None:
-    """The threshold the settings set for ``stage``."""
-    value = (run.get("settings") or {}).get(f"{stage}_threshold")
+    """The threshold the run decided ``stage`` with: run.json ``thresholds`` (set or calibrated),
+    else the explicit setting of a run directory written before ``thresholds`` was recorded."""
+    value = (run.get("thresholds") or {}).get(stage)
+    if value is None:
+        value = (run.get("settings") or {}).get(f"{stage}_threshold")
     return float(value) if isinstance(value, int | float) else None
 
 
