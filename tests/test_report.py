@@ -221,12 +221,13 @@ def test_report_shows_numbers_and_escapes_text(run_dir: Path) -> None:
 
 
 def test_report_warns_of_unjudged_verdicts_and_cut_inputs(run_dir: Path) -> None:
-    assert 'id="counts-warning"' not in write_report(run_dir).read_text(encoding="utf-8")
+    assert "counts-warning" not in write_report(run_dir).read_text(encoding="utf-8")
     record = out.read_json(run_dir / out.RUN)
     record["counts"] |= {"unjudged": 2, "sut_inputs_truncated": 1}
     out.write_json(run_dir / out.RUN, record)
     html = write_report(run_dir).read_text(encoding="utf-8")
     assert "2 verdicts unjudged" in html and "1 tests whose input the SUT cut" in html
+    assert html.count('class="alert warn counts-warning"') == 2
 
 
 def test_report_has_bug_rows_and_coverage_marks(run_dir: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,22 @@ def read_page(run: dict[str, Any], tmp_path: Path) -> PageReader:
     reader = PageReader()
     reader.feed(write_report(tmp_path).read_text(encoding="utf-8"))
     return reader
+
+
+def test_every_id_in_the_page_is_unique_with_several_warnings(tmp_path: Path) -> None:
+    run = {
+        "status": "finished",
+        "judge_probe": {"passed": False, "detail": "'Iceland' scored 100"},
+        "counts": {
+            "unjudged": 2,
+            "pending": 1,
+            "judge_low_confidence": 3,
+            "sut_inputs_truncated": 1,
+        },
+    }
+    ids = read_page(run, tmp_path).ids
+    assert {"probe-warning", "headline", "bugs", "visible-count"} <= set(ids)
+    assert sorted(i for i, n in Counter(ids).items() if n > 1) == []
 
 
 def test_charts_draw_the_thresholds_run_json_says_were_applied(tmp_path: Path) -> None:

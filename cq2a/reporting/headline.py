@@ -98,7 +98,8 @@ def alerts(data: RunData) -> list[Alert]:
     found += [
         Alert(
             tone="warn",
-            id="counts-warning",
+            id=f"counts-{key.replace('_', '-')}",
+            classes="counts-warning",
             text=f"{int(count)} {what}.",
         )
         for key, what in COUNT_WARNINGS.items()
