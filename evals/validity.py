@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from cq2a.answers.plan import extract_context
+from cq2a.answers.plan import extract_answers
 from cq2a.checks.rules import (
     answer_leaks_into_question,
     question_adds_no_ranking,
@@ -53,6 +53,7 @@ from cq2a.models.records import (
     Context,
     TestCase,
 )
+from cq2a.nodes._runtime import extraction_limits
 from cq2a.oracle.judge import compared_form, judge_verdicts
 from cq2a.runtime.services import Services, release_services, services_for
 from cq2a.settings import Settings
@@ -251,7 +252,13 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
     generated = on_target = 0
     examples: list[dict[str, Any]] = []
     for context in contexts:
-        answers = extract_context(services, context).answers
+        answers = extract_answers(
+            context,
+            services.parser.parse,
+            services.lemmatize,
+            lambda: services.llm.generator,
+            extraction_limits(settings),
+        ).answers
         for answer in answers[:answers_per_context]:
             slots = new_slots(answer, settings.questions_per_entity)
             filled = generate_questions(

@@ -10,7 +10,7 @@ from cq2a.checks.rules import check_round
 from cq2a.graph.state import ContextState
 from cq2a.models.candidates import at_step
 from cq2a.nodes._events import emit_outcomes, stage
-from cq2a.nodes._runtime import services
+from cq2a.nodes._runtime import check_limits, services
 from cq2a.settings import Settings
 
 
@@ -21,7 +21,10 @@ def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     waiting = {c.id for c in at_step(candidates, "check")}
     with stage("check", passage.id) as report:
         settled = check_round(
-            candidates, run.lemmatize, run.embedder.similarity_matrix, run.settings
+            candidates,
+            run.lemmatize,
+            run.embedder.similarity_matrix,
+            check_limits(run.settings),
         )
         checked = [c for c in settled if c.id in waiting]
         emit_outcomes(passage.id, "check", checked)

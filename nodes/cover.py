@@ -12,7 +12,7 @@ from cq2a.coverage.steering import coverage, coverage_round
 from cq2a.graph.state import ContextState
 from cq2a.models.candidates import left_pending
 from cq2a.nodes._events import emit_context_finished
-from cq2a.nodes._runtime import services
+from cq2a.nodes._runtime import coverage_limits
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 
@@ -22,7 +22,7 @@ def cover(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     plan = next(p for p in state.get("plans", []) if p.id == passage.id)
     answers, candidates = state.get("answers", []), state.get("candidates", [])
     reached = coverage(candidates, plan.sentence_spans)
-    more = coverage_round(plan, answers, candidates, services(runtime).settings)
+    more = coverage_round(plan, answers, candidates, coverage_limits(runtime.context))
     if not more:
         emit_context_finished(passage.id, answers, candidates, coverage=reached)
         return {"finished": [passage.id], "candidates": left_pending(candidates)}

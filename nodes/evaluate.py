@@ -11,8 +11,7 @@ from cq2a.graph.state import RunState
 from cq2a.models.candidates import test_cases_of
 from cq2a.models.records import Context
 from cq2a.nodes._events import stage
-from cq2a.nodes._runtime import services
-from cq2a.oracle.evaluate import evaluate_cases
+from cq2a.nodes._runtime import evaluate_with, services
 from cq2a.runtime.services import release_services
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
@@ -24,7 +23,7 @@ def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     cases = test_cases_of(state.get("candidates", []), passages)
     emit("stage_started", stage="evaluate", counts={"test_cases": len(cases)})
     with stage("evaluate") as report:
-        verdicts = evaluate_cases(run, cases)
+        verdicts = evaluate_with(run, cases)
         report.counts = {
             "test_cases": len(cases),
             "judged": sum(v.stage == "judge" for v in verdicts),

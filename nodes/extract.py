@@ -6,11 +6,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.answers.plan import extract_context
+from cq2a.answers.plan import extract_answers
 from cq2a.graph.state import ContextState
 from cq2a.models.records import AnswerKind
 from cq2a.nodes._events import emit_context_finished, emit_left_out, stage
-from cq2a.nodes._runtime import services
+from cq2a.nodes._runtime import extraction_limits, services
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 
@@ -20,7 +20,13 @@ def extract(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     run = services(runtime)
     emit("stage_started", context_id=passage.id, stage="extract")
     with stage("extract", passage.id) as report:
-        extraction = extract_context(run, passage)
+        extraction = extract_answers(
+            passage,
+            run.parser.parse,
+            run.lemmatize,
+            lambda: run.llm.generator,
+            extraction_limits(run.settings),
+        )
         emit_left_out(extraction, run.settings.max_sentence_tokens)
         answers = extraction.answers
         report.counts = {kind.value: sum(a.kind is kind for a in answers) for kind in AnswerKind}

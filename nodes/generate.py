@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from cq2a.generation.questions import generation_round
 from cq2a.graph.state import ContextState
 from cq2a.nodes._events import emit_outcomes, stage
-from cq2a.nodes._runtime import services
+from cq2a.nodes._runtime import generation_limits, services
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 
@@ -26,7 +26,7 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             passage,
             state.get("answers", []),
             state.get("candidates", []),
-            run.settings,
+            generation_limits(run.settings),
         )
         emit_outcomes(passage.id, "generate", asked)  # slots the model wrote no question for
         written = [c for c in asked if c.error is None and c.current.question]

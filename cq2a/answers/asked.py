@@ -26,7 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 
-from cq2a.answers.entities import answer_from_tokens, answer_is_lexically_valid, paper_answers
+from cq2a.answers.entities import (
+    answer_from_tokens,
+    answer_is_lexically_valid,
+    numbered,
+    paper_answers,
+)
 from cq2a.language.answers import answer_tokens
 from cq2a.models.records import Answer, AnswerKind, Context, ParsedContext, Sentence, Token
 
@@ -191,8 +196,11 @@ def clauses(context: Context, sentence: Sentence) -> list[Answer]:
     return answers
 
 
-def asked_answers(parsed: ParsedContext, context: Context) -> list[Answer]:
-    """Every answer the module proposes for a context, unranked and without ids."""
+def asked_answers(
+    parsed: ParsedContext, context: Context, paper: Sequence[Answer] | None = None
+) -> list[Answer]:
+    """Every answer the module proposes for a context, then the paper's (``paper``, or
+    ``paper_answers`` of the parse), unranked and without ids."""
     found: list[Answer] = []
     for sentence in parsed.sentences:
         found += entity_answers(context, sentence)
@@ -200,7 +208,7 @@ def asked_answers(parsed: ParsedContext, context: Context) -> list[Answer]:
         found += noun_chunks(context, sentence)
         found += modifiers(context, sentence)
         found += clauses(context, sentence)
-    found += paper_answers(parsed, context)
+    found += paper_answers(parsed, context) if paper is None else paper
     return [a for a in found if answer_is_lexically_valid(a).passed]
 
 
@@ -270,5 +278,13 @@ def extract_asked(
 ) -> list[Answer]:
     """The ranked answers of one context, the first ``limit`` of them, with ids
     ``{context.id}:e{n}`` in rank order (a smaller limit yields a prefix of a larger one)."""
-    ranked = rank_answers(asked_answers(parsed, context), parsed, context.context, limit)
-    return [a.model_copy(update={"id": f"{context.id}:e{n}"}) for n, a in enumerate(ranked)]
+    return rank_asked_answers(parsed, context, paper_answers(parsed, context), limit)
+
+
+def rank_asked_answers(
+    parsed: ParsedContext, context: Context, paper: Sequence[Answer], limit: int | None = None
+) -> list[Answer]:
+    """``extract_asked`` given the context's ``paper_answers`` (III-A1), found once by the
+    caller."""
+    found = asked_answers(parsed, context, paper)
+    return numbered(rank_answers(found, parsed, context.context, limit), context.id)

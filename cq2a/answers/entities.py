@@ -1,5 +1,5 @@
 """Answer extraction (III-A): entities from the parse (III-A1) and relations from the LLM (III-A2,
-``cq2a.answers.relations``), capped per context (``extract_context``).
+``cq2a.answers.relations``), capped per context (``cq2a.answers.plan.extract_answers``).
 
 Entities: noun/verb phrases and words of a parsed context become answers. Each filtering rule of
 III-A1 is one function below. Phrases come from the parser's NP/VP spans (Stanza constituency
@@ -272,10 +272,23 @@ def extract_entities(
     spread over the whole context. Ids are ``{context.id}:e{n}`` in that order, so a smaller
     limit yields a prefix of a larger one.
     """
-    ordered = _apart_first(_round_robin(_concise_first(paper_answers(parsed, context))))
+    return rank_paper_answers(paper_answers(parsed, context), context.id, limit)
+
+
+def rank_paper_answers(
+    answers: Sequence[Answer], context_id: str, limit: int | None = None
+) -> list[Answer]:
+    """The ``paper_answers`` of one context in ``extract_entities``' order, the first ``limit``
+    of them, numbered by ``numbered``."""
+    ordered = _apart_first(_round_robin(_concise_first(answers)))
     if limit is not None:
         ordered = ordered[: max(limit, 0)]
-    return [a.model_copy(update={"id": f"{context.id}:e{n}"}) for n, a in enumerate(ordered)]
+    return numbered(ordered, context_id)
+
+
+def numbered(answers: Iterable[Answer], context_id: str) -> list[Answer]:
+    """The entity answers of one context with ids ``{context_id}:e{n}`` in their order."""
+    return [a.model_copy(update={"id": f"{context_id}:e{n}"}) for n, a in enumerate(answers)]
 
 
 # ---- one context (III-A) ----

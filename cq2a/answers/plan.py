@@ -1,16 +1,21 @@
 """III-A for one context: every target it could ask about, and the first ones given question
-slots."""
+slots. ``extract_answers`` is the graph's step; it takes what it uses (a parser, a lemmatizer,
+the generator's client and the ``ExtractionLimits`` of the run) and calls the paper's III-A1
+and III-A2 functions itself."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from cq2a.adapters.llm.client import ChatClient
 from cq2a.answers import kinds as targets
-from cq2a.answers.asked import extract_asked
-from cq2a.answers.entities import extract_entities
+from cq2a.answers.asked import rank_asked_answers
+from cq2a.answers.entities import paper_answers, rank_paper_answers
 from cq2a.answers.relations import RelationExtraction, extract_relations
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.models.mix import Mix, allocate
 from cq2a.models.records import (
     Answer,
@@ -21,20 +26,47 @@ from cq2a.models.records import (
     Sentence,
     Skip,
 )
-from cq2a.runtime.services import Services
-from cq2a.settings import AnswerSet, Settings
+from cq2a.settings import AnswerSet
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractionLimits:
+    """What ``extract_answers`` reads from a run's settings."""
+
+    #: Each prompting role's model window in tokens (None: unknown, not checked).
+    windows: Mapping[str, int | None]
+    #: Sentences with more tokens are left out.
+    max_sentence_tokens: int
+    #: The share of each question kind.
+    mix: Mix
+    #: Answers given question slots at first.
+    answers_per_context: int
+    #: ``paper`` (III-A1's answers alone) or ``asked`` (with the names, numbers ... people ask).
+    answers: AnswerSet
+    #: Entity answers kept in the pool, for the first slots and the coverage rounds.
+    answer_budget: int
+
+
+def entities_of_set(
+    paper: Sequence[Answer],
+    parsed: ParsedContext,
+    context: Context,
+    answers: AnswerSet,
+    limit: int | None = None,
+) -> list[Answer]:
+    """The entity answers of one context from the chosen set, given its III-A1 answers
+    ``paper``: ``paper``, those alone; ``asked``, those with the names, numbers, noun chunks,
+    modifiers and clauses people ask about, ranked by ``cq2a.answers.asked``."""
+    if answers == "paper":
+        return rank_paper_answers(paper, context.id, limit)
+    return rank_asked_answers(parsed, context, paper, limit)
 
 
 def select_entities(
     parsed: ParsedContext, context: Context, answers: AnswerSet, limit: int | None = None
 ) -> list[Answer]:
-    """The entity answers of one context from the chosen set: ``paper``, the III-A1 phrases and
-    words alone; ``asked``, those with the names, numbers, noun chunks, modifiers and clauses
-    people ask about, ranked by ``cq2a.answers.asked``."""
-    if answers == "paper":
-        return extract_entities(parsed, context, limit)
-
-    return extract_asked(parsed, context, limit)
+    """``entities_of_set`` from the parse alone."""
+    return entities_of_set(paper_answers(parsed, context), parsed, context, answers, limit)
 
 
 def sentence_spans(parsed: ParsedContext) -> list[tuple[int, int]]:
@@ -72,16 +104,13 @@ class Extraction(BaseModel):
 def target_pool(
     parsed: ParsedContext,
     context: Context,
-    settings: Settings,
+    entities: Sequence[Answer],
     relations: Sequence[Answer],
+    mix: Mix,
 ) -> list[Answer]:
-    """Every target of a context, best first within each kind: the entity answers of the chosen
-    set up to ``answer_budget`` (III-A1, ``cq2a.answers.asked``), the relations (III-A2), and
-    the yes/no, unanswerable and multi-sentence targets of the kinds in the mix
-    (``cq2a.answers.kinds``)."""
-
-    mix = settings.mix()
-    entities = select_entities(parsed, context, settings.answers, settings.answer_budget)
+    """Every target of a context, best first within each kind: its entity answers (III-A1,
+    ``entities_of_set``), its relations (III-A2), and the yes/no, unanswerable and
+    multi-sentence targets of the kinds in the mix (``cq2a.answers.kinds``)."""
     pool = [*entities, *relations]
     if "yesno" in mix:
         pool += targets.yes_no_targets(parsed, context)
@@ -92,35 +121,38 @@ def target_pool(
     return pool
 
 
-def extract_context(services: Services, context: Context) -> Extraction:
-    """Every target of a context (``target_pool``) and the first ``answers_per_context`` of
-    them, split over the question kinds by ``question_mix`` (``cq2a.coverage.steering``).
+def extract_answers(
+    context: Context,
+    parse: Callable[[Context], ParsedContext],
+    lemmatize: Lemmatizer,
+    client: Callable[[], ChatClient],
+    limits: ExtractionLimits,
+) -> Extraction:
+    """III-A for one context: its entity answers of the chosen set up to ``answer_budget``
+    (III-A1), its relations (III-A2) and the targets of the other kinds (``target_pool``),
+    and the first ``answers_per_context`` of them split over the kinds by the mix.
 
-    Relations come from one LLM call for at most a third of ``answers_per_context`` triples,
-    made only when the mix asks for relations. A context whose prompts would not fit the
-    generator's or the re-asker's window is skipped whole.
+    Relations come from one call of the client ``client()`` returns (the generator's, built
+    only then: building it may start a local model server) for at most a third of
+    ``answers_per_context`` triples, made only when the mix asks for relations. A context whose
+    prompts would not fit a role's window is skipped whole.
     """
-
-    settings = services.settings
-    roles = {"generator": settings.generator, "reasker": settings.reasker}
-    too_long = too_long_for_window(context, {r: spec.window() for r, spec in roles.items()})
+    too_long = too_long_for_window(context, limits.windows)
     if too_long:
         return Extraction(context_id=context.id, answers=[], skips=[too_long])
-    parsed, long_sentences = drop_long_sentences(
-        services.parser.parse(context), settings.max_sentence_tokens
-    )
-    mix = settings.mix()
-    cap = settings.answers_per_context
+    parsed, long_sentences = drop_long_sentences(parse(context), limits.max_sentence_tokens)
+    cap = limits.answers_per_context
     relations = None
-    if "relation" in mix:
-        relations = extract_relations(
-            services.llm.generator, context, parsed, services.lemmatize, max(1, cap // 3)
-        )
-    pool = target_pool(parsed, context, settings, relations.answers if relations else [])
+    if "relation" in limits.mix:
+        relations = extract_relations(client(), context, parsed, lemmatize, max(1, cap // 3))
+    paper = paper_answers(parsed, context)
+    entities = entities_of_set(paper, parsed, context, limits.answers, limits.answer_budget)
+    found = relations.answers if relations else []
+    pool = target_pool(parsed, context, entities, found, limits.mix)
     plan = ContextPlan(id=context.id, pool=pool, sentence_spans=sentence_spans(parsed))
     return Extraction(
         context_id=context.id,
-        answers=first_answers(pool, mix, cap),
+        answers=first_answers(pool, limits.mix, cap),
         plan=plan,
         long_sentences=long_sentences,
         relations=relations,
@@ -153,7 +185,7 @@ def first_answers(pool: Sequence[Answer], mix: Mix, count: int) -> list[Answer]:
     return picked
 
 
-def too_long_for_window(context: Context, windows: dict[str, int | None]) -> Skip | None:
+def too_long_for_window(context: Context, windows: Mapping[str, int | None]) -> Skip | None:
     """A skip for a context whose prompts would not fit a role's model window, else None.
 
     ``windows`` maps each role to its model's window in tokens (None: unknown, not checked).

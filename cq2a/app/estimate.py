@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
-from cq2a.answers.plan import drop_long_sentences, first_answers, target_pool
+from cq2a.answers.plan import drop_long_sentences, first_answers, select_entities, target_pool
 from cq2a.app import outputs as out
 from cq2a.app.inputs import read_contexts
 from cq2a.generation.questions import generation_messages
@@ -171,7 +171,8 @@ def estimate_contexts(
                 rates.completion_per_relation_call,
             )
         parsed, _ = drop_long_sentences(parser.parse(context), settings.max_sentence_tokens)
-        pool = target_pool(parsed, context, settings, [])
+        entities = select_entities(parsed, context, settings.answers, settings.answer_budget)
+        pool = target_pool(parsed, context, entities, [], mix)
         room = cap - round(first_relations)
         picked = first_answers(pool, parse_mix(others), room) if others else []
         more = extra - (relations - first_relations)

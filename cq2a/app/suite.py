@@ -22,7 +22,7 @@ from cq2a.adapters.llm.breaker import LLMUnavailable
 from cq2a.adapters.llm.usage import BudgetExceeded, Usage, tally_usage
 from cq2a.app import outputs as out
 from cq2a.models.records import TestCase, Verdict
-from cq2a.oracle.evaluate import evaluate_cases
+from cq2a.nodes._runtime import evaluate_with
 from cq2a.runtime.services import release_services, services_for
 from cq2a.settings import Settings
 
@@ -255,7 +255,7 @@ def run_suite(
     again = "run the same command with --retry-errors"
     try:
         with tally_usage() as tally:
-            verdicts = evaluate_cases(services_for(settings, run_key), todo)
+            verdicts = evaluate_with(services_for(settings, run_key), todo)
     except STOP_ERRORS as stop:
         status, message = "stopped", f"{stop or 'interrupted'}; once fixed, {again}"
     except Exception as failure:

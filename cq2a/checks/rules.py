@@ -10,6 +10,7 @@ graph's step: the checks over a context's waiting candidates, then near-duplicat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from cq2a.checks.dedup import mark_duplicates
@@ -18,7 +19,6 @@ from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_i
 from cq2a.language.lexicon import NON_LEXICAL_VERBS, words
 from cq2a.models.candidates import at_step, settle, with_attempt
 from cq2a.models.records import Answer, AnswerKind, Candidate, CheckResult, RejectReason
-from cq2a.settings import Settings
 
 #: ``paper``: the answer itself (case, punctuation, articles and inflection aside) must not be in
 #: its question (III-C1). ``strict``: nor any noun of an answer phrase.
@@ -310,11 +310,25 @@ def apply_constraints(
 PAST_CHECKS = ("reask", "compare")
 
 
+@dataclass(frozen=True, kw_only=True)
+class CheckLimits:
+    """What ``check_round`` reads from a run's settings."""
+
+    #: Question length bounds, in characters.
+    min_chars: int
+    max_chars: int
+    leak_rule: LeakRule
+    #: Similarity over which a question is a near-duplicate of an earlier one.
+    dedup_threshold: float
+    #: Generation attempts per slot, after which a rejected slot is settled.
+    max_attempts: int
+
+
 def check_round(
     candidates: Sequence[Candidate],
     lemmatize: Lemmatizer,
     similarity_matrix: SimilarityMatrix,
-    settings: Settings,
+    limits: CheckLimits,
 ) -> list[Candidate]:
     """III-C1 over every candidate waiting for its checks, then near-duplicate removal; returns
     every candidate of the context, settled."""
@@ -322,9 +336,9 @@ def check_round(
         apply_constraints(
             candidate,
             lemmatize,
-            min_chars=settings.min_question_chars,
-            max_chars=settings.max_question_chars,
-            leak_rule=settings.leak_rule,
+            min_chars=limits.min_chars,
+            max_chars=limits.max_chars,
+            leak_rule=limits.leak_rule,
         )
         for candidate in at_step(candidates, "check")
     ]
@@ -333,11 +347,11 @@ def check_round(
     # on their way to acceptance.
     earlier = [c for c in candidates if c.status == "accepted" or c.next_step in PAST_CHECKS]
     deduped = (
-        mark_duplicates(passed, earlier, similarity_matrix, settings.dedup_threshold)
+        mark_duplicates(passed, earlier, similarity_matrix, limits.dedup_threshold)
         if passed
         else []
     )
     by_id = {c.id: c for c in [*checked, *deduped]}
     # Every slot leaves settled, including one of an older checkpoint whose generation failed
     # on its last attempt (see Candidate's implied step).
-    return [settle(by_id.get(c.id, c), settings.max_attempts) for c in candidates]
+    return [settle(by_id.get(c.id, c), limits.max_attempts) for c in candidates]

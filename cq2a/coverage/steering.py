@@ -10,10 +10,10 @@ yes/no, unanswerable and multi-sentence targets (``cq2a.answers.kinds``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cq2a.models.mix import Mix
 from cq2a.models.records import Answer, Candidate, ContextPlan, Evidence, QuestionKind
-from cq2a.settings import Settings
 
 
 def sentences_of(answer: Answer, spans: Sequence[tuple[int, int]]) -> set[int]:
@@ -99,24 +99,38 @@ def _of_kind(answers: Sequence[Answer], kind: QuestionKind) -> list[Answer]:
     return [a for a in answers if a.kind.question_kind == kind]
 
 
+@dataclass(frozen=True, kw_only=True)
+class CoverageLimits:
+    """What ``coverage_round`` reads from a run's settings."""
+
+    #: Coverage rounds per context.
+    rounds: int
+    #: Answers of a context's first round; a coverage round gives half as many.
+    answers_per_context: int
+    #: Answers a context may have in all.
+    answer_budget: int
+    #: The share of each question kind.
+    mix: Mix
+
+
 def coverage_round(
     plan: ContextPlan,
     answers: Sequence[Answer],
     candidates: Sequence[Candidate],
-    settings: Settings,
+    limits: CoverageLimits,
 ) -> list[Answer]:
     """The answers one more round gives slots to, once a context's slots have settled: half of
-    ``answers_per_context`` (at least one) by ``next_answers``, while ``coverage_rounds`` and
+    ``answers_per_context`` (at least one) by ``next_answers``, while the ``rounds`` and
     ``answer_budget`` last. Empty: the context is done."""
-    room = settings.answer_budget - len(answers)
-    if plan.coverage_rounds >= settings.coverage_rounds or room <= 0:
+    room = limits.answer_budget - len(answers)
+    if plan.coverage_rounds >= limits.rounds or room <= 0:
         return []
-    count = min(max(1, settings.answers_per_context // 2), room)
+    count = min(max(1, limits.answers_per_context // 2), room)
     return next_answers(
         plan.pool,
         answers,
         candidates,
-        mix=settings.mix(),
+        mix=limits.mix,
         spans=plan.sentence_spans,
         count=count,
     )

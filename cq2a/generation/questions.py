@@ -9,6 +9,7 @@ reasons in the prompt, until it runs out of attempts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -17,7 +18,6 @@ from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.models.candidates import at_step, settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
-from cq2a.settings import Settings
 
 
 class GeneratedQuestion(BaseModel):
@@ -205,18 +205,29 @@ def after_generation(slot: Candidate, max_attempts: int) -> Candidate:
     return slot.model_copy(update={"next_step": "check"})
 
 
+@dataclass(frozen=True, kw_only=True)
+class GenerationLimits:
+    """What ``generation_round`` reads from a run's settings."""
+
+    #: Question slots per entity answer and per relation (Table I).
+    per_entity: int
+    per_relation: int
+    #: Generation attempts per slot.
+    max_attempts: int
+    #: Concurrent requests.
+    concurrency: int
+
+
 def generation_round(
     client: ChatClient,
     context: Context,
     answers: Sequence[Answer],
     candidates: Sequence[Candidate],
-    settings: Settings,
+    limits: GenerationLimits,
 ) -> list[Candidate]:
     """Fill every slot waiting for a question: new answers' slots, and rejected slots again;
     one request per answer, for all of its waiting slots. Returns the slots it asked for."""
-    new = slots_for_new_answers(
-        answers, candidates, settings.questions_per_entity, settings.questions_per_relation
-    )
+    new = slots_for_new_answers(answers, candidates, limits.per_entity, limits.per_relation)
     by_answer: dict[str, list[Candidate]] = {}
     for slot in at_step([*candidates, *new], "generate"):
         by_answer.setdefault(slot.answer.id, []).append(slot)
@@ -227,5 +238,5 @@ def generation_round(
             client, first.answer, context, slots, seed_offset=len(first.attempts)
         )
 
-    filled = parallel_map(ask, list(by_answer.values()), settings.concurrency)
-    return [after_generation(slot, settings.max_attempts) for slots in filled for slot in slots]
+    filled = parallel_map(ask, list(by_answer.values()), limits.concurrency)
+    return [after_generation(slot, limits.max_attempts) for slots in filled for slot in slots]

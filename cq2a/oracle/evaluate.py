@@ -3,32 +3,57 @@ oracle decides."""
 
 from __future__ import annotations
 
-from cq2a.adapters.sut.base import SUTQuery, answer_within, truncated_inputs
+from dataclasses import dataclass
+
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.sut.base import QASystem, SUTQuery, answer_within, truncated_inputs
+from cq2a.language.embeddings import SimilarityPairs
 from cq2a.models.records import TestCase, Verdict
 from cq2a.oracle.judge import oracle_verdicts
-from cq2a.runtime.services import Services
+from cq2a.settings import SUTSpec
 
 
-def evaluate_cases(services: Services, cases: list[TestCase]) -> list[Verdict]:
-    """III-D: the software under test answers every test in batches, then the two-stage oracle
-    decides; each verdict says whether the SUT saw its whole input (an adapter with a window
+@dataclass(frozen=True, kw_only=True)
+class OracleLimits:
+    """What ``evaluate_cases`` reads from a run's settings."""
+
+    #: Similarity at or over which the SUT's answer agrees with the gold without the judge.
+    threshold: float
+    #: Judge score at or over which the answers agree.
+    judge_threshold: int
+    #: Concurrent judge requests.
+    concurrency: int
+    #: Judge scores per test, of which the median decides.
+    judge_votes: int
+
+
+def evaluate_cases(
+    cases: list[TestCase],
+    sut: QASystem,
+    sut_spec: SUTSpec,
+    judge: ChatClient,
+    similarity_pairs: SimilarityPairs,
+    limits: OracleLimits,
+) -> list[Verdict]:
+    """III-D: the software under test answers every test in batches (each batch within
+    ``sut_spec``'s timeout), then the two-stage oracle decides (``similarity_pairs``, then the
+    ``judge``); each verdict says whether the SUT saw its whole input (an adapter with a window
     reports what it cut)."""
     if not cases:
         return []
-    settings = services.settings
     queries = [SUTQuery(question=case.question, context=case.context) for case in cases]
-    sut_answers = answer_within(services.sut, queries, settings.sut)
+    sut_answers = answer_within(sut, queries, sut_spec)
     verdicts = oracle_verdicts(
-        services.llm.judge,
+        judge,
         cases,
         sut_answers,
-        services.embedder.similarity_pairs,
-        threshold=services.oracle_threshold,
-        judge_threshold=settings.judge_threshold,
-        concurrency=settings.concurrency,
-        judge_votes=settings.judge_votes,
+        similarity_pairs,
+        threshold=limits.threshold,
+        judge_threshold=limits.judge_threshold,
+        concurrency=limits.concurrency,
+        judge_votes=limits.judge_votes,
     )
-    flags = truncated_inputs(services.sut, queries)
+    flags = truncated_inputs(sut, queries)
     if flags is not None:
         verdicts = [
             v.model_copy(update={"sut_input_truncated": flag})
