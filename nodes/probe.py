@@ -7,10 +7,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from cq2a.adapters.llm.usage import tally_usage
-from cq2a.app.preflight import JudgeProbeFailed, run_preflight
 from cq2a.graph.state import RunState
 from cq2a.nodes._runtime import services
 from cq2a.oracle.judge import probe_judge
+from cq2a.runtime.preflight import JudgeProbeFailed, run_preflight
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from cq2a.app import outputs as out
-from cq2a.app.run import RunDirError, run_pipeline
+from cq2a.app.run import run_pipeline
+from cq2a.app.rundir import RunDirError
 from cq2a.runtime.services import release_services
 from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
