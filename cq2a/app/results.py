@@ -19,6 +19,8 @@ from cq2a.app.rundir import RunPlan, package_versions
 from cq2a.models.bugs import BugRecord
 from cq2a.models.candidates import test_cases_of
 from cq2a.models.records import Answer, Candidate, Context, Skip, TestCase, Verdict
+from cq2a.runtime.services import Services
+from cq2a.settings import Settings
 
 
 def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
@@ -33,6 +35,16 @@ def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, An
         "bugs": sum(v.bug for v in verdicts),
         "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
         "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
+    }
+
+
+def thresholds_applied(settings: Settings) -> dict[str, float | int]:
+    """The thresholds the run decided with, the embedding model's defaults resolved."""
+    services = Services(settings)
+    return {
+        "consistency": services.consistency_threshold,
+        "oracle": services.oracle_threshold,
+        "judge": settings.judge_threshold,
     }
 
 
@@ -123,6 +135,7 @@ def run_record(
         },
         "versions": package_versions(),
         "settings": settings.public_dump(),
+        "thresholds": thresholds_applied(settings),
         "counts": counts,
         "usage": usage_record(usage),
         "judge_probe": _dump(values.get("judge_probe")),
