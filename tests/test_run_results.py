@@ -1,4 +1,5 @@
-"""What a run leaves in its directory besides the tests. Every role is played by the scripted
+"""What a run leaves in its directory besides the tests: the thresholds it decided with, and the
+per-context files written as each context finishes. Every role is played by the scripted
 server."""
 
 from __future__ import annotations
@@ -35,3 +36,21 @@ def test_run_json_records_the_thresholds_applied_with_their_defaults_resolved(tm
         "oracle": MINILM_THRESHOLD,
         "judge": 50,
     }
+
+
+def test_pending_slots_go_to_the_partial_pending_file_not_the_rejected_one(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(2))
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        server.fail_next("500", times=10_000)  # every call fails: no slot can be settled
+        settings = worker.settings_for(server.base_url, llm_retries=0, breaker_failures=10_000)
+        summary = run_pipeline(input_path, tmp_path / "run", settings)
+    run_dir = tmp_path / "run"
+    pending = out.read_jsonl(run_dir / out.PENDING)
+    assert summary.status == "incomplete", summary.message
+    assert len(pending) == 4 and {c["status"] for c in pending} == {"pending"}
+    partial = run_dir / out.PARTIAL
+    assert out.read_jsonl(partial / out.REJECTED) == []
+    assert sorted(c["id"] for c in out.read_jsonl(partial / out.PENDING)) == sorted(
+        c["id"] for c in pending
+    )

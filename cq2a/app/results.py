@@ -22,6 +22,14 @@ from cq2a.models.records import Answer, Candidate, Context, Skip, TestCase, Verd
 from cq2a.runtime.services import Services
 from cq2a.settings import Settings
 
+#: Where each finished context's candidates go as it finishes, by status; the final files
+#: (test_cases.jsonl, rejected.jsonl, pending.jsonl) are rewritten from the whole state.
+PARTIAL_BY_STATUS = {
+    "accepted": out.ACCEPTED,
+    "rejected": out.REJECTED,
+    "pending": out.PENDING,
+}
+
 
 def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
     """The counts run.json keeps of a suite's verdicts (``cq2a run`` and ``cq2a test``)."""
@@ -58,9 +66,9 @@ class ResultFiles:
         """Append one finished context's candidates by status, so a crash loses no finished
         work."""
         candidates: list[Candidate] = update.get("candidates") or []
-        partial = self.run_dir / out.PARTIAL
-        out.append_jsonl(partial / out.REJECTED, [c for c in candidates if c.status != "accepted"])
-        out.append_jsonl(partial / out.ACCEPTED, [c for c in candidates if c.status == "accepted"])
+        for status, name in PARTIAL_BY_STATUS.items():
+            chosen = [c for c in candidates if c.status == status]
+            out.append_jsonl(self.run_dir / out.PARTIAL / name, chosen)
 
     def write_verdicts(self, cases: list[TestCase], verdicts: list[Verdict]) -> None:
         """The tests, their verdicts, and the bugs with each test's evidence."""
