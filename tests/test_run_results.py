@@ -54,3 +54,18 @@ def test_pending_slots_go_to_the_partial_pending_file_not_the_rejected_one(tmp_p
     assert sorted(c["id"] for c in out.read_jsonl(partial / out.PENDING)) == sorted(
         c["id"] for c in pending
     )
+
+
+def test_a_stopped_run_counts_each_finished_contexts_spending_once(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(8))
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        settings = worker.settings_for(server.base_url, max_tokens=6000)
+        summary = run_pipeline(input_path, tmp_path / "run", settings)
+        sent = len(server.requests)
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in server.requests)
+    record = out.read_json(tmp_path / "run" / out.RUN)
+    assert summary.status == "stopped" and "token cap reached" in summary.message
+    assert 0 < record["counts"]["contexts_finished"] < 8
+    assert record["usage"]["requests"] == sent
+    assert record["usage"]["total_tokens"] == tokens
