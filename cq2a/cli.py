@@ -258,7 +258,8 @@ def demo_settings() -> Any:
 
 def command_run(args: argparse.Namespace, input_path: Path, base: Any = None) -> int:
     from cq2a.app.progress import RunProgress
-    from cq2a.app.run import RunDirError, run_pipeline
+    from cq2a.app.run import run_pipeline
+    from cq2a.app.rundir import RunDirError
 
     settings = settings_from_args(args, base)
     print(describe_sut(settings), flush=True)
@@ -305,7 +306,7 @@ def finish(
 
 
 def command_test(args: argparse.Namespace) -> int:
-    from cq2a.app.run import RunDirError
+    from cq2a.app.rundir import RunDirError
     from cq2a.app.suite import run_suite
 
     settings = settings_from_args(args)

@@ -1,9 +1,13 @@
 """The CQ2A graph: contexts fan out to a per-context subgraph, then the SUT is evaluated.
 
-probe -> (Send per context) extract -> generate -> check -> reask -> compare --> cover --> evaluate
-                                        ^   ^                            |          |
-                                        |   +-- rejected, attempts left -+          |
-                                        +------ coverage round: more answers -------+
+probe -> trust_judge -> (Send per context) extract -> generate -> check -> reask -> compare
+                                                       ^   ^                           |
+                                                       |   +-- rejected, attempts left +
+                                                       |                               v
+                                                       +---- coverage round: more --- cover
+                                                             answers                   |
+                                                                                       v
+                                                                                   evaluate
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from cq2a.nodes.cover import cover, route_after_cover
 from cq2a.nodes.evaluate import evaluate
 from cq2a.nodes.extract import extract
 from cq2a.nodes.generate import generate
-from cq2a.nodes.probe import probe
+from cq2a.nodes.probe import probe, trust_judge
 from cq2a.nodes.reask import reask
 from cq2a.settings import Settings
 
@@ -69,10 +73,12 @@ def build_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, A
         RunState, input_schema=RunInput, output_schema=RunOutput, context_schema=Settings
     )
     builder.add_node("probe", probe)
+    builder.add_node("trust_judge", trust_judge)
     builder.add_node(PER_CONTEXT, build_context_graph())
     builder.add_node("evaluate", evaluate)
     builder.add_edge(START, "probe")
-    builder.add_conditional_edges("probe", fan_out_contexts, [PER_CONTEXT, "evaluate"])
+    builder.add_edge("probe", "trust_judge")
+    builder.add_conditional_edges("trust_judge", fan_out_contexts, [PER_CONTEXT, "evaluate"])
     builder.add_edge(PER_CONTEXT, "evaluate")
     builder.add_edge("evaluate", END)
     return builder.compile(checkpointer=checkpointer, name="cq2a")

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from cq2a.app import outputs as out
-from cq2a.app.run import RunDirError, run_pipeline
+from cq2a.app.checkpoint import open_checkpointed_graph, read_state
+from cq2a.app.run import run_pipeline
+from cq2a.app.rundir import RunDirError
 from cq2a.runtime.services import release_services
 from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
@@ -309,9 +311,33 @@ def test_failed_judge_probe_stops_the_run_before_generation(tmp_path):
         prompts = [json.dumps(r.body) for r in server.requests]
     assert record["status"] == "stopped"
     assert "judge probe failed" in record["message"] and "--no-judge-probe" in record["message"]
-    assert record["judge_probe"] is None or not record["judge_probe"]["passed"]
+    # the failed probe is recorded, so the report can say the judge failed it
+    assert record["judge_probe"]["passed"] is False
+    assert "Iceland" in record["judge_probe"]["detail"]
     assert len(prompts) == 2 and not any("Target answer" in p for p in prompts)
     assert lines(tmp_path / "run" / out.CANDIDATES) == []
+
+
+def test_failed_judge_probe_is_checkpointed_and_resume_without_the_probe_finishes(tmp_path):
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    with ScriptedLLMServer() as server:
+        stopped = scripted_run(server, input_path, tmp_path / "run", probe_judge=True)
+        with open_checkpointed_graph(tmp_path / "run") as graph:
+            config = {"configurable": {"thread_id": stopped["run_id"]}}
+            checkpointed = read_state(graph, config)["judge_probe"]
+        release_services()
+        resumed = run_pipeline(
+            input_path,
+            tmp_path / "run",
+            worker.settings_for(server.base_url, probe_judge=False),
+            resume=True,
+        )
+    record = out.read_json(tmp_path / "run" / out.RUN)
+    assert stopped["status"] == "stopped" and checkpointed.passed is False
+    assert resumed.status == "finished", resumed.message
+    assert record["counts"]["accepted"] > 0
+    # the run went on with --no-judge-probe; the judge it used still failed its probe
+    assert record["judge_probe"]["passed"] is False
 
 
 def test_preflight_stops_on_a_broken_sut_before_any_llm_call(tmp_path):

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 TEST_CASES = "test_cases.jsonl"
 REJECTED = "rejected.jsonl"
 PENDING = "pending.jsonl"
+#: The accepted candidates of each finished context, in ``partial/``.
+ACCEPTED = "accepted.jsonl"
 CANDIDATES = "candidates.jsonl"
 BUGS = "bugs.jsonl"
 VERDICTS = "verdicts.jsonl"

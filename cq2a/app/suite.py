@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import traceback
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,16 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from cq2a.adapters.llm.breaker import LLMUnavailable
-from cq2a.adapters.llm.usage import BudgetExceeded, Usage, tally_usage
+from cq2a.adapters.llm.usage import Usage, tally_usage
 from cq2a.app import outputs as out
+from cq2a.app.outcome import outcome_of_work
+from cq2a.app.results import ResultFiles, suite_counts, usage_record
+from cq2a.app.rundir import RunDirError, package_versions
 from cq2a.models.records import TestCase, Verdict
 from cq2a.nodes._runtime import evaluate_with
 from cq2a.runtime.services import release_services, services_for
 from cq2a.settings import Settings
-
-#: Why a suite run stops early: the judge's LLM is down or its spending cap is reached.
-STOP_ERRORS: tuple[type[BaseException], ...] = (BudgetExceeded, LLMUnavailable, KeyboardInterrupt)
 
 
 class SuiteError(ValueError):
@@ -180,8 +178,6 @@ class SuiteSummary(BaseModel):
 
 def retry_state(out_dir: Path) -> tuple[list[TestCase], list[Verdict], Usage]:
     """An earlier ``cq2a test`` directory's tests, the verdicts it settled, and what it spent."""
-    from cq2a.app.run import RunDirError
-
     run_file = out_dir / out.RUN
     if not run_file.exists() or out.read_json(run_file).get("kind") != "test":
         raise RunDirError(f"nothing to retry in {out_dir}: it holds no cq2a test run")
@@ -189,21 +185,6 @@ def retry_state(out_dir: Path) -> tuple[list[TestCase], list[Verdict], Usage]:
     settled = [v for v in previous_verdicts(out_dir).values() if v.stage != "unjudged"]
     spent = {k: v for k, v in (record.get("usage") or {}).items() if k in Usage.model_fields}
     return load_suite(out_dir), settled, Usage(**spent)
-
-
-def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
-    """The counts run.json keeps of a suite's verdicts (``cq2a run`` and ``cq2a test``)."""
-    return {
-        "test_cases": len(cases),
-        "judged": sum(v.stage == "judge" for v in verdicts),
-        "unjudged": sum(v.stage == "unjudged" for v in verdicts),
-        "judge_low_confidence": sum(v.judge_confident is False for v in verdicts),
-        "bugs_by_rule": sum(v.bug and v.stage == "rule" for v in verdicts),
-        "sut_inputs_truncated": sum(v.sut_input_truncated for v in verdicts),
-        "bugs": sum(v.bug for v in verdicts),
-        "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
-        "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
-    }
 
 
 def run_suite(
@@ -223,8 +204,6 @@ def run_suite(
     the verdicts are diffed with that directory's (fixed, still failing, newly failing).
     ``retry_errors``: ``out_dir`` holds an earlier ``cq2a test`` of these tests; only those it
     left without a verdict (a stop, a failure) or unjudged run again."""
-    from cq2a.app.run import RunDirError, bug_record, package_versions
-
     started = time.time()
     out_dir = Path(out_dir)
     run_file = out_dir / out.RUN
@@ -250,24 +229,18 @@ def run_suite(
         settings = settings.model_copy(update={"cache_path": str(out_dir / out.LLM_CACHE)})
     run_key = "suite:" + hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:12]
     release_services()
-    status, message, error = "finished", "", None
     verdicts: list[Verdict] = []
     again = "run the same command with --retry-errors"
     try:
-        with tally_usage() as tally:
+        with outcome_of_work() as outcome, tally_usage() as tally:
             verdicts = evaluate_with(services_for(settings, run_key), todo)
-    except STOP_ERRORS as stop:
-        status, message = "stopped", f"{stop or 'interrupted'}; once fixed, {again}"
-    except Exception as failure:
-        status = "failed"
-        message = f"{type(failure).__name__}: {failure}; after a fix, {again}"
-        error = {
-            "type": type(failure).__name__,
-            "message": str(failure),
-            "traceback": traceback.format_exc(),
-        }
     finally:
         release_services(run_key)
+    status, message, error = outcome.status, outcome.message, outcome.error
+    if status == "stopped":
+        message = f"{message}; once fixed, {again}"
+    elif status == "failed":
+        message = f"{message}; after a fix, {again}"
     by_id = {v.test_id: v for v in [*kept, *verdicts]}
     verdicts = [by_id[case.id] for case in cases if case.id in by_id]
     usage = spent + tally.total
@@ -275,10 +248,7 @@ def run_suite(
     if status == "finished" and counts["unjudged"]:
         status = "incomplete"
         message = f"{counts['unjudged']} verdicts are unjudged (the judge gave no verdict); {again}"
-    case_by_id = {case.id: case for case in cases}
-    out.write_jsonl(out_dir / out.TEST_CASES, cases)
-    out.write_jsonl(out_dir / out.VERDICTS, verdicts)
-    out.write_jsonl(out_dir / out.BUGS, [bug_record(v, case_by_id) for v in verdicts if v.bug])
+    ResultFiles(out_dir).write_verdicts(cases, verdicts)
     diff = diff_verdicts(before, verdicts) if before is not None and verdicts else None
     finished = time.time()
     record = {
@@ -299,7 +269,7 @@ def run_suite(
         "settings": settings.public_dump(),
         "counts": counts,
         "diff": diff.model_dump() if diff else None,
-        "usage": usage.model_dump() | {"total_tokens": usage.total_tokens},
+        "usage": usage_record(usage),
     }
     out.write_json(run_file, record)
     return SuiteSummary(

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from cq2a.app import outputs as out
+from cq2a.models.bugs import BugRecord
 from cq2a.models.records import Answer, Candidate, TestCase, Verdict
 
 CSV_TESTS = "test_cases.csv"
@@ -40,15 +41,6 @@ SHEET_COLUMNS = [
     "label",
     "note",
 ]
-
-
-class BugRecord(Verdict):
-    """A line of ``bugs.jsonl``: the verdict with the test's evidence."""
-
-    sentence: str = ""
-    explanation: str = ""
-    context: str = ""
-    votes: list[str] = Field(default_factory=list)
 
 
 class RunData(BaseModel):
