@@ -190,7 +190,14 @@ def filter_outcome(
     candidate = Candidate(
         id=f"{answer.id}:q0", context_id=item.context.id, answer=answer, slot=0, attempts=[attempt]
     )
-    voted = reask(services.llm.reasker, item.context, candidate, settings.votes, seed_offset=1)
+    voted = reask(
+        services.llm.reasker,
+        item.context,
+        candidate,
+        settings.votes,
+        seed_offset=1,
+        lemmatize=services.lemmatize,
+    )
     (compared,) = compare_with_gold(
         [voted], services.embedder.similarity_pairs, services.consistency_threshold
     )
@@ -237,6 +244,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
         tests,
         sut,
         [float(s) for s in similarities],
+        lemmatize=services.lemmatize,
         threshold=services.oracle_threshold,
         judge_threshold=services.settings.judge_threshold,
         concurrency=services.settings.concurrency,
@@ -260,7 +268,12 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
             asked = [c for c in filled if c.attempts and c.current.question]
             for candidate in asked:
                 voted = reask(
-                    services.llm.reasker, context, candidate, settings.votes, seed_offset=1
+                    services.llm.reasker,
+                    context,
+                    candidate,
+                    settings.votes,
+                    seed_offset=1,
+                    lemmatize=services.lemmatize,
                 )
                 (compared,) = compare_with_gold(
                     [voted], services.embedder.similarity_pairs, services.consistency_threshold

@@ -190,12 +190,12 @@ def test_abstentions_are_one_vote_and_sut_none_abstains() -> None:
     assert is_abstention("The passage does not provide any information.")
 
 
-def test_oracle_rules_for_unanswerable_gold() -> None:
+def test_oracle_rules_for_unanswerable_gold(lemmatize) -> None:
     question = "In which year did Rollo die?"
-    assert answer_type_mismatch(question, UNANSWERABLE, "911") == (
+    assert answer_type_mismatch(question, UNANSWERABLE, "911", lemmatize) == (
         "answered a question the context does not answer"
     )
-    assert answer_type_mismatch(question, UNANSWERABLE, "unanswerable") is None
+    assert answer_type_mismatch(question, UNANSWERABLE, "unanswerable", lemmatize) is None
 
 
 # ---- the mix and steering ----

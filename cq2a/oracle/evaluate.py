@@ -23,6 +23,7 @@ def evaluate_cases(services: Services, cases: list[TestCase]) -> list[Verdict]:
         cases,
         sut_answers,
         services.embedder.similarity_pairs,
+        lemmatize=services.lemmatize,
         threshold=services.oracle_threshold,
         judge_threshold=settings.judge_threshold,
         concurrency=settings.concurrency,

@@ -14,6 +14,7 @@ from cq2a.language.answers import (
     restates_question,
 )
 from cq2a.language.embeddings import SimilarityPairs
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.models.records import JudgeVerdict, TestCase, Verdict
 
@@ -56,9 +57,10 @@ def bare_yes_no(answer: str) -> str | None:
     return label if label is not None and all(w in filler for w in rest) else None
 
 
-def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
+def answer_type_mismatch(question: str, gold: str, sut: str, lemmatize: Lemmatizer) -> str | None:
     """What a rule can decide before the judge: the SUT's answer is of the wrong type for the
-    question (III-D's judge then need not be asked, and cannot be fooled). None: no mismatch."""
+    question (III-D's judge then need not be asked, and cannot be fooled). None: no mismatch.
+    Words restate the question when their lemmas (``lemmatize``) are the question's."""
     gold_yes_no, sut_yes_no = normalize_yes_no(gold), bare_yes_no(sut)
     if is_abstention(gold) and not is_abstention(sut):
         return "answered a question the context does not answer"
@@ -66,8 +68,8 @@ def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
         return "abstained from a question the context answers"
     if (
         gold_yes_no is None
-        and restates_question(sut, question)
-        and not restates_question(gold, question)
+        and restates_question(sut, question, lemmatize)
+        and not restates_question(gold, question, lemmatize)
     ):
         return "restated the question without answering it"
     if gold_yes_no is None and sut_yes_no is not None and is_wh_question(question):
@@ -139,6 +141,7 @@ def judge_verdicts(
     sut_answers: list[str],
     similarities: list[float],
     *,
+    lemmatize: Lemmatizer,
     threshold: float,
     judge_threshold: int,
     concurrency: int,
@@ -160,7 +163,7 @@ def judge_verdicts(
     def decide(index: int) -> Verdict:
         case, sut, similarity = cases[index], sut_answers[index], similarities[index]
         exact = same_yes_no(case.answer, sut)
-        mismatch = answer_type_mismatch(case.question, case.answer, sut)
+        mismatch = answer_type_mismatch(case.question, case.answer, sut, lemmatize)
         base = {
             "test_id": case.id,
             "context_id": case.context_id,
@@ -209,6 +212,7 @@ def oracle_verdicts(
     sut_answers: list[str],
     similarity_pairs: SimilarityPairs,
     *,
+    lemmatize: Lemmatizer,
     threshold: float,
     judge_threshold: int,
     concurrency: int,
@@ -225,6 +229,7 @@ def oracle_verdicts(
         cases,
         sut_answers,
         [float(s) for s in similarities],
+        lemmatize=lemmatize,
         threshold=threshold,
         judge_threshold=judge_threshold,
         concurrency=concurrency,
