@@ -187,3 +187,33 @@ def test_the_oracle_reduces_to_yes_no_only_for_a_yes_no_gold():
     assert compared_form("yes", "Yes, it is.") == "yes"
     assert compared_form("Rollo", "Yes, Rollo led them.") == "Yes, Rollo led them"
     assert compared_form("Rollo", '"Rollo."') == "Rollo"
+
+
+class _VotingJudge:
+    """A judge client whose votes are fixed scores, for ``judge_answer``."""
+
+    def __init__(self, scores: list[int]) -> None:
+        self.scores = scores
+
+    def structured(self, system, user, schema, n):
+        return [schema(score=s, explanation=f"scored {s}") for s in self.scores[:n]]
+
+
+@pytest.mark.parametrize(
+    ("scores", "score", "explanation"),
+    [
+        ([20, 90], 55, "scored 90"),  # the true median, 55: consistent, not a bug
+        ([10, 40, 60, 70], 50, "scored 60"),
+        ([49, 50], 49, "scored 49"),  # 49.5 is below 50: still a bug
+        ([20, 80, 70], 70, "scored 70"),
+    ],
+)
+def test_the_judges_median_of_an_even_number_of_votes_favours_no_side(scores, score, explanation):
+    from cq2a.oracle.judge import judge_answer
+
+    found, problem = judge_answer(
+        _VotingJudge(scores), "ctx", "q?", "gold", "sut", votes=len(scores), judge_threshold=50
+    )
+    assert problem is None and found is not None
+    assert (found.score, found.explanation, found.scores) == (score, explanation, scores)
+    assert found.confident is (len({s >= 50 for s in scores}) == 1)

@@ -121,18 +121,30 @@ def judge_answer(
     if not parsed:
         why = next(v.error for v in outputs if isinstance(v, Malformed))
         return None, f"malformed judge output: {why}"
-    ranked = sorted(parsed, key=lambda v: v.score)
-    middle = ranked[(len(ranked) - 1) // 2]
+    score, middle = median_vote(parsed, judge_threshold)
     sides = {consistent_by_judge(v.score, judge_threshold) for v in parsed}
     return (
         JudgeScores(
-            score=middle.score,
+            score=score,
             scores=[v.score for v in parsed],
             explanation=middle.explanation,
             confident=len(sides) == 1,
         ),
         None,
     )
+
+
+def median_vote(votes: list[JudgeVerdict], judge_threshold: int) -> tuple[int, JudgeVerdict]:
+    """The median of the votes' scores and the vote whose explanation stands for it.
+
+    With an even number of votes the median is the mean of the two middle scores, rounded down:
+    an integer threshold then decides on it exactly as on the mean, so neither side wins a split
+    by construction (the lower middle alone would call every 20/90 split a bug). Its
+    explanation is the middle vote's on the side the median falls."""
+    ranked = sorted(votes, key=lambda v: v.score)
+    lower, upper = ranked[(len(ranked) - 1) // 2], ranked[len(ranked) // 2]
+    score = (lower.score + upper.score) // 2
+    return score, upper if consistent_by_judge(score, judge_threshold) else lower
 
 
 def judge_verdicts(
