@@ -217,3 +217,38 @@ def test_the_judges_median_of_an_even_number_of_votes_favours_no_side(scores, sc
     assert problem is None and found is not None
     assert (found.score, found.explanation, found.scores) == (score, explanation, scores)
     assert found.confident is (len({s >= 50 for s in scores}) == 1)
+
+
+def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_parser):
+    from cq2a.adapters.sut.base import SUTError
+    from cq2a.models.records import TestCase
+    from cq2a.oracle.judge import judge_verdicts
+
+    def case(n: int) -> TestCase:
+        return TestCase(
+            id=f"t{n}",
+            context_id="c",
+            context="Rollo led the Normans.",
+            question="Who led the Normans?",
+            answer="Rollo",
+            kind=AnswerKind.ENTITY_WORD,
+            sentence="",
+            explanation="",
+            attempts=1,
+            votes=[],
+            similarity=1.0,
+        )
+
+    failed, answered = judge_verdicts(
+        None,  # the judge is never asked: one answer failed, the other is similar enough
+        [case(0), case(1)],
+        [SUTError("chat:m failed: OpenAIAPIError: 500"), "Rollo"],
+        [0.0, 1.0],
+        lemmatize=lemmatizer(spacy_parser),
+        threshold=0.8,
+        judge_threshold=50,
+        concurrency=2,
+    )
+    assert (failed.stage, failed.bug, failed.sut_answer) == ("unjudged", False, "")
+    assert failed.judge_explanation == "sut error: chat:m failed: OpenAIAPIError: 500"
+    assert (answered.stage, answered.bug) == ("similarity", False)

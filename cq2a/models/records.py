@@ -341,8 +341,8 @@ class Verdict(BaseModel):
     similarity: float
     #: ``rule``: a rule decided before both stages (see ``rule``): the answer was of the wrong
     #: type, a bug; or both the gold and the SUT abstain, a pass;
-    #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict (see
-    #: ``judge_explanation``), neither a bug nor a pass.
+    #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict, or the SUT failed
+    #: to answer this test's query (see ``judge_explanation``), neither a bug nor a pass.
     stage: Literal["rule", "similarity", "judge", "unjudged"]
     rule: str | None = None
     judge_score: int | None = Field(None, description="The median of the judge's votes.")

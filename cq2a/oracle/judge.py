@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
     is_abstention,
     normalize_answer,
@@ -150,7 +153,7 @@ def median_vote(votes: list[JudgeVerdict], judge_threshold: int) -> tuple[int, J
 def judge_verdicts(
     client: ChatClient,
     cases: list[TestCase],
-    sut_answers: list[str],
+    sut_answers: Sequence[str | SUTError],
     similarities: list[float],
     *,
     lemmatize: Lemmatizer,
@@ -169,13 +172,13 @@ def judge_verdicts(
     A bug is reported only when both stages say the answers disagree. When the judge gives no
     usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
     neither a bug nor a pass, counted apart, with the reason, and judged again by
-    ``--retry-errors``.
+    ``--retry-errors``. So is a test whose own query the SUT failed to answer (a ``SUTError``
+    in place of its answer), with the error as the reason.
     """
 
     def decide(index: int) -> Verdict:
-        case, sut, similarity = cases[index], sut_answers[index], similarities[index]
-        exact = same_yes_no(case.answer, sut)
-        mismatch = answer_type_mismatch(case.question, case.answer, sut, lemmatize)
+        case, answer, similarity = cases[index], sut_answers[index], similarities[index]
+        sut = "" if isinstance(answer, SUTError) else answer
         base = {
             "test_id": case.id,
             "context_id": case.context_id,
@@ -185,6 +188,11 @@ def judge_verdicts(
             "similarity": round(similarity, 4),
             "kind": case.kind,
         }
+        if isinstance(answer, SUTError):
+            why = f"sut error: {answer}"
+            return Verdict(**base, stage="unjudged", judge_explanation=why, bug=False)
+        exact = same_yes_no(case.answer, sut)
+        mismatch = answer_type_mismatch(case.question, case.answer, sut, lemmatize)
         if mismatch is not None:
             return Verdict(**base, stage="rule", rule=mismatch, bug=True)
         if is_abstention(case.answer) and is_abstention(sut):
@@ -221,7 +229,7 @@ def judge_verdicts(
 def oracle_verdicts(
     client: ChatClient,
     cases: list[TestCase],
-    sut_answers: list[str],
+    sut_answers: Sequence[str | SUTError],
     similarity_pairs: SimilarityPairs,
     *,
     lemmatize: Lemmatizer,
@@ -234,7 +242,10 @@ def oracle_verdicts(
     the gold by similarity, then ``judge_verdicts``."""
     if not cases:
         return []
-    compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
+    compared = [
+        "" if isinstance(sut, SUTError) else compared_form(c.answer, sut)
+        for c, sut in zip(cases, sut_answers, strict=True)
+    ]
     similarities = similarity_pairs(compared, [c.answer for c in cases])
     return judge_verdicts(
         client,
