@@ -318,3 +318,16 @@ def test_a_question_that_copies_the_prompts_blank_is_rejected(parser, lemmatize)
     assert checked(target, question, "The passage says Norse war bands.", lemmatize) == [
         RejectReason.WRONG_FORM
     ]
+
+
+def test_an_answer_kind_is_an_entity_when_an_entity_question_asks_for_it() -> None:
+    entities = {kind for kind in AnswerKind if kind.is_entity}
+    assert entities == {
+        AnswerKind.ENTITY_WORD,
+        AnswerKind.ENTITY_PHRASE,
+        AnswerKind.NAMED_ENTITY,
+        AnswerKind.NUMBER,
+        AnswerKind.NOUN_CHUNK,
+        AnswerKind.MODIFIER,
+        AnswerKind.CLAUSE,
+    }

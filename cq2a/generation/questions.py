@@ -116,8 +116,7 @@ def generation_messages(
             count=count,
             answer=answer.text,
         )
-    kind = answer.kind.question_kind
-    if kind == "entity":
+    if answer.kind.is_entity:
         return load_prompt("entity_questions.system"), render_prompt(
             "entity_questions.user",
             context=context.context,
@@ -127,7 +126,7 @@ def generation_messages(
             answer=answer.text,
         )
     # yes/no, unanswerable and multi-sentence questions (cq2a.answers.kinds): one prompt file each
-    name = f"{kind}_questions"
+    name = f"{answer.kind.question_kind}_questions"
     return load_prompt(f"{name}.system"), render_prompt(
         f"{name}.user",
         context=context.context,

@@ -111,6 +111,13 @@ class AnswerKind(StrEnum):
         """The kind of question asked for an answer of this kind."""
         return QUESTION_KIND_OF.get(self, "entity")
 
+    @property
+    def is_entity(self) -> bool:
+        """An entity of the context (a word, phrase, name, number, chunk, modifier or clause),
+        asked for with an entity question; not a relation, a yes/no, an unanswerable or a
+        multi-sentence target."""
+        return self.question_kind == "entity"
+
 
 #: The kinds of question a run asks, in ``question_mix`` order.
 QuestionKind = Literal["entity", "relation", "yesno", "unanswerable", "multi_sentence"]
@@ -147,10 +154,6 @@ class Evidence(BaseModel):
         return 0 <= self.start <= self.end <= len(context) and context[self.start : self.end] == (
             self.text
         )
-
-    @property
-    def is_entity(self) -> bool:
-        return self is not AnswerKind.RELATION
 
 
 class Triple(BaseModel):
