@@ -37,7 +37,8 @@ from cq2a.models.records import (
 from cq2a.oracle.judge import answer_type_mismatch
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: BoolQ's human yes/no questions, shipped beside the tests (tests/data/README.md).
+BOOLQ = Path(__file__).parent / "data" / "boolq_dev_questions.jsonl"
 ROWS = [json.loads(line) for line in SQUAD.read_text().splitlines()]
 
 
@@ -115,10 +116,7 @@ def test_multi_sentence_targets_have_two_evidence_sentences(parser) -> None:
 
 
 def test_boolq_human_questions_are_yes_no_questions() -> None:
-    path = SHARED / "boolq_dev_sample.jsonl"
-    if not path.is_file():
-        pytest.skip("the BoolQ sample is not beside this checkout")
-    questions = [json.loads(line)["qas"][0]["question"] for line in path.read_text().splitlines()]
+    questions = [json.loads(line)["qas"][0]["question"] for line in BOOLQ.read_text().splitlines()]
     assert sum(map(is_yes_no_question, questions)) == len(questions) == 50
 
 
