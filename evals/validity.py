@@ -53,9 +53,9 @@ from cq2a.models.records import (
     Context,
     TestCase,
 )
-from cq2a.nodes._runtime import extraction_limits
 from cq2a.oracle.judge import compared_form, judge_verdicts
 from cq2a.runtime.services import Services, release_services, services_for
+from cq2a.runtime.steps import extraction_limits
 from cq2a.settings import Settings
 from evals.runs import emit
 
@@ -191,7 +191,14 @@ def filter_outcome(
     candidate = Candidate(
         id=f"{answer.id}:q0", context_id=item.context.id, answer=answer, slot=0, attempts=[attempt]
     )
-    voted = reask(services.llm.reasker, item.context, candidate, settings.votes, seed_offset=1)
+    voted = reask(
+        services.llm.reasker,
+        item.context,
+        candidate,
+        settings.votes,
+        seed_offset=1,
+        lemmatize=services.lemmatize,
+    )
     (compared,) = compare_with_gold(
         [voted], services.embedder.similarity_pairs, services.consistency_threshold
     )
@@ -238,6 +245,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
         tests,
         sut,
         [float(s) for s in similarities],
+        lemmatize=services.lemmatize,
         threshold=services.oracle_threshold,
         judge_threshold=services.settings.judge_threshold,
         concurrency=services.settings.concurrency,
@@ -267,7 +275,12 @@ def targeting(services: Services, contexts: list[Context], answers_per_context: 
             asked = [c for c in filled if c.attempts and c.current.question]
             for candidate in asked:
                 voted = reask(
-                    services.llm.reasker, context, candidate, settings.votes, seed_offset=1
+                    services.llm.reasker,
+                    context,
+                    candidate,
+                    settings.votes,
+                    seed_offset=1,
+                    lemmatize=services.lemmatize,
                 )
                 (compared,) = compare_with_gold(
                     [voted], services.embedder.similarity_pairs, services.consistency_threshold

@@ -10,7 +10,8 @@ from cq2a.checks.rules import check_round
 from cq2a.graph.state import ContextState
 from cq2a.models.candidates import at_step
 from cq2a.nodes._events import emit_outcomes, stage
-from cq2a.nodes._runtime import check_limits, services
+from cq2a.nodes._runtime import services
+from cq2a.runtime.steps import check_limits
 from cq2a.settings import Settings
 
 

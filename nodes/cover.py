@@ -12,7 +12,7 @@ from cq2a.coverage.steering import coverage, coverage_round
 from cq2a.graph.state import ContextState
 from cq2a.models.candidates import left_pending
 from cq2a.nodes._events import emit_context_finished
-from cq2a.nodes._runtime import coverage_limits
+from cq2a.runtime.steps import coverage_limits
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 

@@ -11,8 +11,9 @@ from cq2a.graph.state import RunState
 from cq2a.models.candidates import test_cases_of
 from cq2a.models.records import Context
 from cq2a.nodes._events import stage
-from cq2a.nodes._runtime import evaluate_with, services
+from cq2a.nodes._runtime import services
 from cq2a.runtime.services import release_services
+from cq2a.runtime.steps import evaluate_with
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 

@@ -10,7 +10,8 @@ from cq2a.answers.plan import extract_answers
 from cq2a.graph.state import ContextState
 from cq2a.models.records import AnswerKind
 from cq2a.nodes._events import emit_context_finished, emit_left_out, stage
-from cq2a.nodes._runtime import extraction_limits, services
+from cq2a.nodes._runtime import services
+from cq2a.runtime.steps import extraction_limits
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 

@@ -9,7 +9,8 @@ from langgraph.runtime import Runtime
 from cq2a.generation.questions import generation_round
 from cq2a.graph.state import ContextState
 from cq2a.nodes._events import emit_outcomes, stage
-from cq2a.nodes._runtime import generation_limits, services
+from cq2a.nodes._runtime import services
+from cq2a.runtime.steps import generation_limits
 from cq2a.runtime.trace import emit
 from cq2a.settings import Settings
 

@@ -23,6 +23,7 @@ def reask(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             state.get("candidates", []),
             run.settings.votes,
             run.settings.concurrency,
+            run.lemmatize,
         )
         report.counts = {"reasked": len(asked)}
     return {"candidates": asked, "usage": report.usage}

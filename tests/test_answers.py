@@ -142,11 +142,27 @@ def test_generation_blanks_the_target_out_of_its_sentence() -> None:
     ],
 )
 def test_a_vote_that_restates_the_question_is_cut_to_its_answer(
-    vote: str, question: str, expected: str
+    vote: str, question: str, expected: str, spacy_parser
 ) -> None:
     from cq2a.language.answers import strip_restated_question
+    from cq2a.language.parsing import lemmatizer
 
-    assert strip_restated_question(vote, question) == expected
+    assert strip_restated_question(vote, question, lemmatizer(spacy_parser)) == expected
+
+
+def test_restating_the_question_is_decided_on_the_parsers_lemmas(spacy_parser) -> None:
+    # a crude suffix stemmer saw "saw" and "see", "led" and "leading", "children" and "child",
+    # "built" and "build" as different words, and "see" as "s"
+    from cq2a.language.answers import restates_question, strip_restated_question
+    from cq2a.language.parsing import lemmatizer
+
+    lemmas = lemmatizer(spacy_parser)
+    assert restates_question("The Normans saw in 911", "What did the Normans see in 911?", lemmas)
+    assert restates_question("The Normans were led", "Who was leading the Normans?", lemmas)
+    assert not restates_question("Rollo", "Who was leading the Normans?", lemmas)
+    vote = "Castles were built by the children of Rollo in Normandy"
+    question = "What did the child of Rollo build in Normandy?"
+    assert strip_restated_question(vote, question, lemmas) == "Castles"
 
 
 def test_a_relation_is_blanked_where_its_verb_was_read():

@@ -276,3 +276,19 @@ def test_human_squad_questions_seldom_rank_beyond_their_sentence():
             flagged += not any(r.passed for r in results)
     assert ranking >= 5
     assert 1 <= flagged <= 3
+
+
+def test_the_blank_check_catches_the_blank_the_prompts_show():
+    from cq2a.adapters.llm.prompts import load_prompt
+    from cq2a.checks.rules import question_has_its_form
+    from cq2a.generation.questions import blank_out
+    from cq2a.language.lexicon import BLANK
+
+    cloze = blank_out("Rollo signed a treaty with King Charles III in 911.", "a treaty")
+    shown = cloze.split()[2]  # the blank exactly as the user prompt shows it
+    assert shown == BLANK and BLANK in load_prompt("entity_questions.system")
+    target = make_answer("a treaty")
+    for blank in (shown, "___"):  # as shown, and as a model shortens it
+        question = f"What did Rollo sign {blank} with King Charles III in 911?"
+        assert not question_has_its_form(target, question).passed
+    assert question_has_its_form(target, "What did Rollo sign with King Charles III?").passed

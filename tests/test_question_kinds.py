@@ -37,7 +37,8 @@ from cq2a.models.records import (
 from cq2a.oracle.judge import answer_type_mismatch
 
 SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: BoolQ's human yes/no questions, shipped beside the tests (tests/data/README.md).
+BOOLQ = Path(__file__).parent / "data" / "boolq_dev_questions.jsonl"
 ROWS = [json.loads(line) for line in SQUAD.read_text().splitlines()]
 
 
@@ -115,10 +116,7 @@ def test_multi_sentence_targets_have_two_evidence_sentences(parser) -> None:
 
 
 def test_boolq_human_questions_are_yes_no_questions() -> None:
-    path = SHARED / "boolq_dev_sample.jsonl"
-    if not path.is_file():
-        pytest.skip("the BoolQ sample is not beside this checkout")
-    questions = [json.loads(line)["qas"][0]["question"] for line in path.read_text().splitlines()]
+    questions = [json.loads(line)["qas"][0]["question"] for line in BOOLQ.read_text().splitlines()]
     assert sum(map(is_yes_no_question, questions)) == len(questions) == 50
 
 
@@ -190,12 +188,12 @@ def test_abstentions_are_one_vote_and_sut_none_abstains() -> None:
     assert is_abstention("The passage does not provide any information.")
 
 
-def test_oracle_rules_for_unanswerable_gold() -> None:
+def test_oracle_rules_for_unanswerable_gold(lemmatize) -> None:
     question = "In which year did Rollo die?"
-    assert answer_type_mismatch(question, UNANSWERABLE, "911") == (
+    assert answer_type_mismatch(question, UNANSWERABLE, "911", lemmatize) == (
         "answered a question the context does not answer"
     )
-    assert answer_type_mismatch(question, UNANSWERABLE, "unanswerable") is None
+    assert answer_type_mismatch(question, UNANSWERABLE, "unanswerable", lemmatize) is None
 
 
 # ---- the mix and steering ----
@@ -318,3 +316,16 @@ def test_a_question_that_copies_the_prompts_blank_is_rejected(parser, lemmatize)
     assert checked(target, question, "The passage says Norse war bands.", lemmatize) == [
         RejectReason.WRONG_FORM
     ]
+
+
+def test_an_answer_kind_is_an_entity_when_an_entity_question_asks_for_it() -> None:
+    entities = {kind for kind in AnswerKind if kind.is_entity}
+    assert entities == {
+        AnswerKind.ENTITY_WORD,
+        AnswerKind.ENTITY_PHRASE,
+        AnswerKind.NAMED_ENTITY,
+        AnswerKind.NUMBER,
+        AnswerKind.NOUN_CHUNK,
+        AnswerKind.MODIFIER,
+        AnswerKind.CLAUSE,
+    }

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
 from cq2a.adapters.sut import SUTError, SUTQuery, build_sut  # noqa: E402
-from cq2a.adapters.sut.base import QASystem  # noqa: E402
+from cq2a.adapters.sut.base import QASystem, answer_within  # noqa: E402
 from cq2a.adapters.sut.callable import CallableSUT, takes_batch  # noqa: E402
 from cq2a.adapters.sut.chat import ChatSUT  # noqa: E402
 from cq2a.adapters.sut.http import HTTPSUT  # noqa: E402
@@ -315,3 +315,50 @@ def test_build_sut_kinds() -> None:
         SUTSpec(kind="openai", backend="compatible", base_url="http://127.0.0.1:9/v1", model="m")
     )
     assert isinstance(remote, ChatSUT) and str(remote._chat.openai_api_base).endswith(":9/v1")
+
+
+# ---- a chat SUT against a server that fails or hangs ----
+
+
+def _scripted_chat_sut(server: Any, max_concurrency: int, timeout_s: float = 30.0) -> ChatSUT:
+    from langchain_openai import ChatOpenAI
+
+    chat = ChatOpenAI(
+        model="m", base_url=server.base_url, api_key="k", max_retries=0, timeout=timeout_s
+    )
+    return ChatSUT(chat, name="scripted", max_concurrency=max_concurrency)
+
+
+def test_one_failed_chat_request_fails_only_its_own_query() -> None:
+    from cq2a.testing.scripted_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(lambda request, index: "Normandy") as server:
+        server.fail_next("500")
+        sut = _scripted_chat_sut(server, max_concurrency=1)  # one at a time: the first fails
+        answers = answer_within(sut, queries(3), SUTSpec(kind="openai", timeout_s=30))
+    assert isinstance(answers[0], SUTError) and "500" in str(answers[0])
+    assert answers[1:] == ["Normandy", "Normandy"]
+
+
+def test_a_chat_sut_that_fails_every_query_is_an_error() -> None:
+    from cq2a.testing.scripted_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(lambda request, index: "Normandy") as server:
+        server.fail_next("500", times=2)
+        with pytest.raises(SUTError, match="500"):
+            answer_within(
+                _scripted_chat_sut(server, 1), queries(2), SUTSpec(kind="openai", timeout_s=30)
+            )
+
+
+def test_a_timed_out_chat_sut_sends_no_more_requests_and_leaves_no_thread() -> None:
+    from cq2a.testing.scripted_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(lambda request, index: "Normandy", latency_s=1.0) as server:
+        sut = _scripted_chat_sut(server, max_concurrency=2)
+        with pytest.raises(SUTError, match="did not answer 6 questions"):
+            answer_within(sut, queries(6), SUTSpec(kind="openai", timeout_s=0.3))
+        time.sleep(1.6)  # the two requests in flight are answered after 1 s
+        sent = len(server.requests)
+    assert sent == 2  # the four queries still queued were never sent
+    assert not [t for t in threading.enumerate() if t.name == "sut-call" and t.is_alive()]

@@ -24,15 +24,16 @@ the rest of its tier; and an answer whose normalised text an earlier one has is 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import zip_longest
 
 from cq2a.answers.entities import (
     answer_from_tokens,
     answer_is_lexically_valid,
     numbered,
     paper_answers,
+    round_robin,
 )
 from cq2a.language.answers import answer_tokens
+from cq2a.language.lexicon import NOUN_UPOS
 from cq2a.models.records import Answer, AnswerKind, Context, ParsedContext, Sentence, Token
 
 #: OntoNotes labels of dates, times and amounts; every other NER label is a name.
@@ -46,7 +47,6 @@ CHUNK_RIGHT_DEPRELS = frozenset({"flat", "flat:name", "fixed", "compound"})
 #: Words that open a noun phrase without being part of what is asked ("the", "their").
 LEADING_UPOS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART"})
 TRAILING_UPOS = frozenset({"PUNCT", "CCONJ", "ADP", "DET", "PART"})
-NOUN_UPOS = frozenset({"NOUN", "PROPN"})
 #: Heads of the list items ``is_list_item`` ranks last: names, nouns, numbers and adjectives.
 LIST_UPOS = frozenset({"NOUN", "PROPN", "NUM", "ADJ"})
 #: UD relations of clauses embedded in a sentence.
@@ -240,14 +240,12 @@ def _by_sentence(answers: Iterable[Answer], text: str) -> list[Answer]:
     """One answer from each sentence in turn; within a sentence asides last, then by kind and
     position."""
     rank = {kind: n for n, kind in enumerate(KIND_ORDER)}
-    queues: dict[int, list[Answer]] = {}
-    ordered = sorted(
-        answers,
-        key=lambda a: (a.sentence_index, is_aside(a, text), rank[a.kind], a.start or 0),
+    return round_robin(
+        sorted(
+            answers,
+            key=lambda a: (a.sentence_index, is_aside(a, text), rank[a.kind], a.start or 0),
+        )
     )
-    for answer in ordered:
-        queues.setdefault(answer.sentence_index, []).append(answer)
-    return [a for layer in zip_longest(*queues.values()) for a in layer if a is not None]
 
 
 def rank_answers(

@@ -13,7 +13,13 @@ from itertools import zip_longest
 
 from pydantic import BaseModel
 
-from cq2a.language.lexicon import NON_LEXICAL_VERBS, is_pronoun_or_demonstrative, words
+from cq2a.language.lexicon import (
+    CONTENT_UPOS,
+    NON_LEXICAL_VERBS,
+    NOUN_UPOS,
+    is_pronoun_or_demonstrative,
+    words,
+)
 from cq2a.models.records import (
     Answer,
     AnswerKind,
@@ -28,13 +34,10 @@ from cq2a.models.records import (
 
 #: III-A1: "The length of the phrase must be at least two words."
 MIN_PHRASE_WORDS = 2
-NOUN_UPOS = frozenset({"NOUN", "PROPN"})
 #: UD relations under which a verb form modifies a word instead of predicating
 #: (e.g. "the *conquered* lands" amod, "a region *called* Normandy" acl). ``acl:relcl`` is a
 #: relative clause's own predicate and is not a modifier.
 MODIFIER_DEPRELS = frozenset({"amod", "acl", "advmod", "nmod", "nmod:poss", "compound"})
-#: Word classes that give a phrase content; a phrase of only pronouns and particles has none.
-CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
 #: Tokens left dangling at a phrase's edge once a clause is cut out ("the people ,").
 EDGE_UPOS = frozenset({"PUNCT", "CCONJ"})
 OPENING = {"(": ")", "[": "]", "{": "}"}
@@ -219,8 +222,9 @@ def _sentence_answers(context: Context, sentence: Sentence) -> list[Answer]:
     ]
 
 
-def _round_robin(answers: Sequence[Answer]) -> list[Answer]:
-    """One answer from each sentence in turn, keeping each sentence's own order."""
+def round_robin(answers: Iterable[Answer]) -> list[Answer]:
+    """One answer from each sentence in turn, keeping each sentence's own order; sentences take
+    their turns in the order their first answer comes."""
     queues: dict[int, list[Answer]] = {}
     for answer in answers:
         queues.setdefault(answer.sentence_index, []).append(answer)
@@ -280,7 +284,7 @@ def rank_paper_answers(
 ) -> list[Answer]:
     """The ``paper_answers`` of one context in ``extract_entities``' order, the first ``limit``
     of them, numbered by ``numbered``."""
-    ordered = _apart_first(_round_robin(_concise_first(answers)))
+    ordered = _apart_first(round_robin(_concise_first(answers)))
     if limit is not None:
         ordered = ordered[: max(limit, 0)]
     return numbered(ordered, context_id)

@@ -21,6 +21,7 @@ import hashlib
 from collections.abc import Sequence
 
 from cq2a.language.answers import answer_tokens
+from cq2a.language.lexicon import CONTENT_UPOS, NOUN_UPOS
 from cq2a.models.records import (
     UNANSWERABLE,
     Answer,
@@ -33,8 +34,6 @@ from cq2a.models.records import (
 
 #: A sentence a yes/no or unanswerable question can be about: a statement of some length.
 MIN_STATEMENT_TOKENS = 6
-CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
-NOUN_UPOS = frozenset({"NOUN", "PROPN"})
 #: Subjects that refer back to the sentence before ("They were descended from ...").
 ANAPHORA = frozenset("he she it they his her its their this these".split())
 #: Answer kinds a multi-sentence question can ask for (spans that name something).

@@ -23,8 +23,8 @@ from cq2a.app.outcome import outcome_of_work
 from cq2a.app.results import ResultFiles, suite_counts, usage_record
 from cq2a.app.rundir import RunDirError, package_versions
 from cq2a.models.records import TestCase, Verdict
-from cq2a.nodes._runtime import evaluate_with
 from cq2a.runtime.services import release_services, services_for
+from cq2a.runtime.steps import evaluate_with
 from cq2a.settings import Settings
 
 

@@ -16,7 +16,13 @@ from typing import Literal
 from cq2a.checks.dedup import mark_duplicates
 from cq2a.language.embeddings import SimilarityMatrix
 from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_in, without_articles
-from cq2a.language.lexicon import NON_LEXICAL_VERBS, words
+from cq2a.language.lexicon import (
+    CONTENT_UPOS,
+    NON_LEXICAL_VERBS,
+    NOUN_UPOS,
+    shows_blank,
+    words,
+)
 from cq2a.models.candidates import at_step, settle, with_attempt
 from cq2a.models.records import Answer, AnswerKind, Candidate, CheckResult, RejectReason
 
@@ -44,8 +50,6 @@ REASON_OF_CHECK = {
 }
 #: Words a yes/no question opens with (an auxiliary or modal before its subject).
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
-CONTENT_UPOS = frozenset({"NOUN", "PROPN", "VERB", "NUM", "ADJ"})
-NOUN_UPOS = frozenset({"NOUN", "PROPN"})
 #: Words that rank what a question asks about ("the first fief", "the only ruler").
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
 
@@ -168,15 +172,11 @@ def is_yes_no_question(question: str) -> bool:
     return bool(first) and first[0] in YES_NO_OPENERS
 
 
-#: The blank a generation prompt shows where the target stands (``cq2a.generation.questions``).
-BLANK = "___"
-
-
 def question_has_its_form(answer: Answer, question: str) -> CheckResult:
     """A question stands on its own: it does not copy the prompt's blank ("... incursions of
     _____ war bands ..."). A yes/no target needs a yes/no question; an unanswerable one must
     not be one (its only honest answer would be "no", not an abstention)."""
-    if BLANK in question:
+    if shows_blank(question):
         return CheckResult(name=FORM, passed=False, detail="copies the blank of its prompt")
     yes_no = is_yes_no_question(question)
     if answer.kind is AnswerKind.YES_NO and not yes_no:

@@ -16,6 +16,7 @@ from cq2a.language.answers import (
     normalize_answer,
     strip_restated_question,
 )
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.models.candidates import at_step, with_attempt
 from cq2a.models.records import Answer, AnswerKind, Candidate, Context
 
@@ -34,7 +35,12 @@ def reask_prompt(answer: Answer) -> str:
 
 
 def reask(
-    client: ChatClient, context: Context, candidate: Candidate, votes: int, seed_offset: int
+    client: ChatClient,
+    context: Context,
+    candidate: Candidate,
+    votes: int,
+    seed_offset: int,
+    lemmatize: Lemmatizer,
 ) -> Candidate:
     """Ask the LLM the question ``votes`` times (Table II) and keep the majority answer; the
     candidate then goes on to be compared with its gold answer.
@@ -50,12 +56,13 @@ def reask(
         return candidate.model_copy(update={"error": str(error)})
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
-    # sentence that restates the question is cut to the words it adds.
+    # sentence that restates the question is cut to the words it adds (compared as lemmas).
     question = candidate.current.question
     answers = [
         canonical_abstention(
             align_to_context(
-                strip_restated_question(normalize_answer(text), question), context.context
+                strip_restated_question(normalize_answer(text), question, lemmatize),
+                context.context,
             )
         )
         for text in texts
@@ -77,10 +84,11 @@ def reask_round(
     candidates: Sequence[Candidate],
     votes: int,
     concurrency: int,
+    lemmatize: Lemmatizer,
 ) -> list[Candidate]:
     """Re-ask every candidate waiting for it, up to ``concurrency`` at once; returns them."""
 
     def ask(candidate: Candidate) -> Candidate:
-        return reask(client, context, candidate, votes, len(candidate.attempts))
+        return reask(client, context, candidate, votes, len(candidate.attempts), lemmatize)
 
     return parallel_map(ask, at_step(candidates, "reask"), concurrency)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.language.lexicon import BLANK
 from cq2a.models.candidates import at_step, settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
 
@@ -84,7 +85,7 @@ def blank_out(sentence: str, answer: str) -> str:
     at = sentence.find(answer)
     if at < 0:
         return sentence
-    return f"{sentence[:at]}_____{sentence[at + len(answer) :]}"
+    return f"{sentence[:at]}{BLANK}{sentence[at + len(answer) :]}"
 
 
 def blank_span(answer: Answer) -> str:
@@ -97,7 +98,7 @@ def blank_span(answer: Answer) -> str:
     start, end = answer.start - sentence.start, answer.end - sentence.start
     if not 0 <= start < end <= len(sentence.text):
         return blank_out(answer.sentence, answer.text)
-    return f"{sentence.text[:start]}_____{sentence.text[end:]}"
+    return f"{sentence.text[:start]}{BLANK}{sentence.text[end:]}"
 
 
 def generation_messages(
@@ -115,8 +116,7 @@ def generation_messages(
             count=count,
             answer=answer.text,
         )
-    kind = answer.kind.question_kind
-    if kind == "entity":
+    if answer.kind.is_entity:
         return load_prompt("entity_questions.system"), render_prompt(
             "entity_questions.user",
             context=context.context,
@@ -126,7 +126,7 @@ def generation_messages(
             answer=answer.text,
         )
     # yes/no, unanswerable and multi-sentence questions (cq2a.answers.kinds): one prompt file each
-    name = f"{kind}_questions"
+    name = f"{answer.kind.question_kind}_questions"
     return load_prompt(f"{name}.system"), render_prompt(
         f"{name}.user",
         context=context.context,

@@ -7,6 +7,7 @@ import re
 import string
 from collections import Counter
 
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import ARTICLES, FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.models.records import UNANSWERABLE
 
@@ -109,41 +110,59 @@ def align_to_context(answer: str, context: str, min_f1: float = 0.5, slack: int 
 _FILLER = FUNCTION_WORDS | NON_LEXICAL_VERBS | frozenset("when where after before".split())
 
 
-def _stem(word: str) -> str:
-    """A crude stem, enough to see "asked" restate "ask" and "houses" restate "house"."""
-    for suffix in ("ing", "ed", "s", "d"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word.rstrip("e") or word
+def _is_filler(lemma: str, upos: str) -> bool:
+    return lemma in _FILLER or upos == "PART"
 
 
-def restates_question(answer: str, question: str) -> bool:
-    """Whether every content word of ``answer`` comes from ``question``: an answer such as
-    "The territory that began in 911 as a fiefdom" to "What was the name of the territory that
-    began in 911 as a fiefdom?" gives back the question and no answer."""
-    asked = {_stem(w) for w in answer_tokens(question) if w not in _FILLER}
-    content = [w for w in answer_tokens(answer) if w not in _FILLER]
-    return bool(content) and all(_stem(w) in asked for w in content)
+def _asked_words(question: str, lemmatize: Lemmatizer) -> set[str]:
+    """The question's content words, as written and as the parser's lemmas."""
+    written = {w for w in answer_tokens(question) if w not in _FILLER}
+    return written | {lemma for lemma, upos in lemmatize(question) if not _is_filler(lemma, upos)}
 
 
-def strip_restated_question(answer: str, question: str, min_restated: int = 3) -> str:
+def _restated(answer: str, asked: set[str], lemmatize: Lemmatizer) -> list[bool]:
+    """For each content word of ``answer`` (by the parser's lemmas), whether the question has
+    it."""
+    return [lemma in asked for lemma, upos in lemmatize(answer) if not _is_filler(lemma, upos)]
+
+
+def restates_question(answer: str, question: str, lemmatize: Lemmatizer) -> bool:
+    """Whether every content word of ``answer`` comes from ``question``, compared as the
+    parser's lemmas ("The Normans saw in 911" restates "What did the Normans see in 911?"): an
+    answer such as "The territory that began in 911 as a fiefdom" to "What was the name of the
+    territory that began in 911 as a fiefdom?" gives back the question and no answer."""
+    restated = _restated(answer, _asked_words(question, lemmatize), lemmatize)
+    return bool(restated) and all(restated)
+
+
+def _word_lemma(word: str, lemmatize: Lemmatizer) -> str:
+    """One word's lemma (the word itself when the parser reads it as punctuation)."""
+    found = lemmatize(word)
+    return found[0][0] if found else word
+
+
+def strip_restated_question(
+    answer: str, question: str, lemmatize: Lemmatizer, min_restated: int = 3
+) -> str:
     """The part of a sentence-like answer that the question does not already say.
 
     A small re-asker often answers "Who asked the British to heat one room?" with the whole
     sentence "Heath asked the British to heat one room"; the answer it gives is "Heath". When
-    at least ``min_restated`` content words of the answer come from the question, the answer
-    is cut to its longest run of new content words; a question word directly before a new one
-    stays ("The energy crisis" for "What led to ... energy?"). Any other answer is returned
-    unchanged."""
+    at least ``min_restated`` content words of the answer come from the question (compared as
+    the parser's lemmas, so "built" restates "build" and "child" restates "children"), the
+    answer is cut to its longest run of new content words; a question word directly before a
+    new one stays ("The energy crisis" for "What led to ... energy?"). Any other answer is
+    returned unchanged."""
+    asked = _asked_words(question, lemmatize)
+    if sum(_restated(answer, asked, lemmatize)) < min_restated:
+        return answer
     spans = list(_CONTEXT_WORD.finditer(answer))
-    asked = {_stem(w) for w in answer_tokens(question) if w not in _FILLER}
     kinds = []
     for span in spans:
         word = span.group().casefold()
         if word in _FILLER:
             kinds.append("function")
-        elif _stem(word) in asked:
+        elif word in asked or _word_lemma(word, lemmatize) in asked:
             kinds.append("asked")
         else:
             kinds.append("new")

@@ -29,6 +29,24 @@ FUNCTION_WORDS = (
     | DEMONSTRATIVES
 )
 
+#: Universal POS tags of nouns (common and proper).
+NOUN_UPOS = frozenset({"NOUN", "PROPN"})
+#: Universal POS tags of the words that give a phrase or a sentence content; a phrase of only
+#: pronouns, particles and function words has none.
+CONTENT_UPOS = NOUN_UPOS | frozenset({"VERB", "NUM", "ADJ"})
+
+#: The blank a generation prompt shows where its target stands ("The Normans gave their name to
+#: _____, a region in France."); ``shows_blank`` finds it in a question that copied it.
+BLANK = "_____"
+#: A copied blank, also when a model shortened it (three underscores or more).
+_BLANK_RUN = re.compile(r"_{3,}")
+
+
+def shows_blank(text: str) -> bool:
+    """Whether ``text`` holds the prompts' blank (``BLANK``), whole or shortened to ``___``."""
+    return _BLANK_RUN.search(text) is not None
+
+
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
 

@@ -111,6 +111,13 @@ class AnswerKind(StrEnum):
         """The kind of question asked for an answer of this kind."""
         return QUESTION_KIND_OF.get(self, "entity")
 
+    @property
+    def is_entity(self) -> bool:
+        """An entity of the context (a word, phrase, name, number, chunk, modifier or clause),
+        asked for with an entity question; not a relation, a yes/no, an unanswerable or a
+        multi-sentence target."""
+        return self.question_kind == "entity"
+
 
 #: The kinds of question a run asks, in ``question_mix`` order.
 QuestionKind = Literal["entity", "relation", "yesno", "unanswerable", "multi_sentence"]
@@ -147,10 +154,6 @@ class Evidence(BaseModel):
         return 0 <= self.start <= self.end <= len(context) and context[self.start : self.end] == (
             self.text
         )
-
-    @property
-    def is_entity(self) -> bool:
-        return self is not AnswerKind.RELATION
 
 
 class Triple(BaseModel):
@@ -341,8 +344,8 @@ class Verdict(BaseModel):
     similarity: float
     #: ``rule``: a rule decided before both stages (see ``rule``): the answer was of the wrong
     #: type, a bug; or both the gold and the SUT abstain, a pass;
-    #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict (see
-    #: ``judge_explanation``), neither a bug nor a pass.
+    #: ``unjudged``: stage 1 said inconsistent and the judge gave no verdict, or the SUT failed
+    #: to answer this test's query (see ``judge_explanation``), neither a bug nor a pass.
     stage: Literal["rule", "similarity", "judge", "unjudged"]
     rule: str | None = None
     judge_score: int | None = Field(None, description="The median of the judge's votes.")

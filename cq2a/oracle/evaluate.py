@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.sut.base import QASystem, SUTQuery, answer_within, truncated_inputs
 from cq2a.language.embeddings import SimilarityPairs
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.models.records import TestCase, Verdict
 from cq2a.oracle.judge import oracle_verdicts
 from cq2a.settings import SUTSpec
@@ -33,12 +34,13 @@ def evaluate_cases(
     sut_spec: SUTSpec,
     judge: ChatClient,
     similarity_pairs: SimilarityPairs,
+    lemmatize: Lemmatizer,
     limits: OracleLimits,
 ) -> list[Verdict]:
     """III-D: the software under test answers every test in batches (each batch within
     ``sut_spec``'s timeout), then the two-stage oracle decides (``similarity_pairs``, then the
-    ``judge``); each verdict says whether the SUT saw its whole input (an adapter with a window
-    reports what it cut)."""
+    ``judge``; ``lemmatize`` tells an answer that restates the question); each verdict says
+    whether the SUT saw its whole input (an adapter with a window reports what it cut)."""
     if not cases:
         return []
     queries = [SUTQuery(question=case.question, context=case.context) for case in cases]
@@ -48,6 +50,7 @@ def evaluate_cases(
         cases,
         sut_answers,
         similarity_pairs,
+        lemmatize=lemmatize,
         threshold=limits.threshold,
         judge_threshold=limits.judge_threshold,
         concurrency=limits.concurrency,

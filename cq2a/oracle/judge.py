@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
     is_abstention,
     normalize_answer,
@@ -14,6 +17,7 @@ from cq2a.language.answers import (
     restates_question,
 )
 from cq2a.language.embeddings import SimilarityPairs
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.models.records import JudgeVerdict, TestCase, Verdict
 
@@ -56,9 +60,10 @@ def bare_yes_no(answer: str) -> str | None:
     return label if label is not None and all(w in filler for w in rest) else None
 
 
-def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
+def answer_type_mismatch(question: str, gold: str, sut: str, lemmatize: Lemmatizer) -> str | None:
     """What a rule can decide before the judge: the SUT's answer is of the wrong type for the
-    question (III-D's judge then need not be asked, and cannot be fooled). None: no mismatch."""
+    question (III-D's judge then need not be asked, and cannot be fooled). None: no mismatch.
+    Words restate the question when their lemmas (``lemmatize``) are the question's."""
     gold_yes_no, sut_yes_no = normalize_yes_no(gold), bare_yes_no(sut)
     if is_abstention(gold) and not is_abstention(sut):
         return "answered a question the context does not answer"
@@ -66,8 +71,8 @@ def answer_type_mismatch(question: str, gold: str, sut: str) -> str | None:
         return "abstained from a question the context answers"
     if (
         gold_yes_no is None
-        and restates_question(sut, question)
-        and not restates_question(gold, question)
+        and restates_question(sut, question, lemmatize)
+        and not restates_question(gold, question, lemmatize)
     ):
         return "restated the question without answering it"
     if gold_yes_no is None and sut_yes_no is not None and is_wh_question(question):
@@ -119,12 +124,11 @@ def judge_answer(
     if not parsed:
         why = next(v.error for v in outputs if isinstance(v, Malformed))
         return None, f"malformed judge output: {why}"
-    ranked = sorted(parsed, key=lambda v: v.score)
-    middle = ranked[(len(ranked) - 1) // 2]
+    score, middle = median_vote(parsed, judge_threshold)
     sides = {consistent_by_judge(v.score, judge_threshold) for v in parsed}
     return (
         JudgeScores(
-            score=middle.score,
+            score=score,
             scores=[v.score for v in parsed],
             explanation=middle.explanation,
             confident=len(sides) == 1,
@@ -133,12 +137,26 @@ def judge_answer(
     )
 
 
+def median_vote(votes: list[JudgeVerdict], judge_threshold: int) -> tuple[int, JudgeVerdict]:
+    """The median of the votes' scores and the vote whose explanation stands for it.
+
+    With an even number of votes the median is the mean of the two middle scores, rounded down:
+    an integer threshold then decides on it exactly as on the mean, so neither side wins a split
+    by construction (the lower middle alone would call every 20/90 split a bug). Its
+    explanation is the middle vote's on the side the median falls."""
+    ranked = sorted(votes, key=lambda v: v.score)
+    lower, upper = ranked[(len(ranked) - 1) // 2], ranked[len(ranked) // 2]
+    score = (lower.score + upper.score) // 2
+    return score, upper if consistent_by_judge(score, judge_threshold) else lower
+
+
 def judge_verdicts(
     client: ChatClient,
     cases: list[TestCase],
-    sut_answers: list[str],
+    sut_answers: Sequence[str | SUTError],
     similarities: list[float],
     *,
+    lemmatize: Lemmatizer,
     threshold: float,
     judge_threshold: int,
     concurrency: int,
@@ -154,13 +172,13 @@ def judge_verdicts(
     A bug is reported only when both stages say the answers disagree. When the judge gives no
     usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
     neither a bug nor a pass, counted apart, with the reason, and judged again by
-    ``--retry-errors``.
+    ``--retry-errors``. So is a test whose own query the SUT failed to answer (a ``SUTError``
+    in place of its answer), with the error as the reason.
     """
 
     def decide(index: int) -> Verdict:
-        case, sut, similarity = cases[index], sut_answers[index], similarities[index]
-        exact = same_yes_no(case.answer, sut)
-        mismatch = answer_type_mismatch(case.question, case.answer, sut)
+        case, answer, similarity = cases[index], sut_answers[index], similarities[index]
+        sut = "" if isinstance(answer, SUTError) else answer
         base = {
             "test_id": case.id,
             "context_id": case.context_id,
@@ -170,6 +188,11 @@ def judge_verdicts(
             "similarity": round(similarity, 4),
             "kind": case.kind,
         }
+        if isinstance(answer, SUTError):
+            why = f"sut error: {answer}"
+            return Verdict(**base, stage="unjudged", judge_explanation=why, bug=False)
+        exact = same_yes_no(case.answer, sut)
+        mismatch = answer_type_mismatch(case.question, case.answer, sut, lemmatize)
         if mismatch is not None:
             return Verdict(**base, stage="rule", rule=mismatch, bug=True)
         if is_abstention(case.answer) and is_abstention(sut):
@@ -206,9 +229,10 @@ def judge_verdicts(
 def oracle_verdicts(
     client: ChatClient,
     cases: list[TestCase],
-    sut_answers: list[str],
+    sut_answers: Sequence[str | SUTError],
     similarity_pairs: SimilarityPairs,
     *,
+    lemmatize: Lemmatizer,
     threshold: float,
     judge_threshold: int,
     concurrency: int,
@@ -218,13 +242,17 @@ def oracle_verdicts(
     the gold by similarity, then ``judge_verdicts``."""
     if not cases:
         return []
-    compared = [compared_form(c.answer, sut) for c, sut in zip(cases, sut_answers, strict=True)]
+    compared = [
+        "" if isinstance(sut, SUTError) else compared_form(c.answer, sut)
+        for c, sut in zip(cases, sut_answers, strict=True)
+    ]
     similarities = similarity_pairs(compared, [c.answer for c in cases])
     return judge_verdicts(
         client,
         cases,
         sut_answers,
         [float(s) for s in similarities],
+        lemmatize=lemmatize,
         threshold=threshold,
         judge_threshold=judge_threshold,
         concurrency=concurrency,

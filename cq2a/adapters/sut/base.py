@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -28,11 +29,12 @@ class SUTError(RuntimeError):
 class QASystem(Protocol):
     """A question-answering system: one answer per query, in query order. An answer is a
     string, or None to abstain: the context does not answer the question (UnifiedQA's
-    "<No Answer>", "unanswerable" and "" abstain too)."""
+    "<No Answer>", "unanswerable" and "" abstain too). An adapter that asks query by query puts
+    a ``SUTError`` in place of the answer of a query that alone failed."""
 
     name: str
 
-    def answer(self, items: list[SUTQuery]) -> list[str]: ...
+    def answer(self, items: list[SUTQuery]) -> Sequence[str | SUTError]: ...
 
 
 def check_answers(name: str, answers: object, expected: int) -> list[str]:
@@ -53,13 +55,16 @@ def truncated_inputs(sut: QASystem, items: list[SUTQuery]) -> list[bool] | None:
     return None if truncated is None else truncated(items)
 
 
-def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str]:
-    """``sut.answer(items)``, or ``SUTError`` once it has taken ``spec.timeout_s`` per batch.
+def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str | SUTError]:
+    """``sut.answer(items)``: per query its answer, or the ``SUTError`` that stood in for it.
+    Raises ``SUTError`` when every query failed (the SUT is down), or once it has taken
+    ``spec.timeout_s`` per batch.
 
     The call runs in a daemon thread, so a SUT that never returns cannot keep the process from
-    exiting after the run has saved its work."""
+    exiting after the run has saved its work. On a timeout a SUT that can (``cancel``) sends no
+    more of its queries, so the thread ends once the requests in flight do."""
     limit = spec.timeout_s * -(-len(items) // spec.batch_size)
-    answers: list[list[str]] = []
+    answers: list[Sequence[str | SUTError]] = []
     failure: list[BaseException] = []
 
     def call() -> None:
@@ -72,10 +77,17 @@ def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[s
     worker.start()
     worker.join(limit)
     if worker.is_alive():
+        cancel = getattr(sut, "cancel", None)
+        if cancel is not None:
+            cancel()
         raise SUTError(
             f"{sut.name} did not answer {len(items)} questions within {limit:.0f} s "
             f"({spec.timeout_s:g} s per batch of {spec.batch_size}; raise sut.timeout_s)"
         )
     if failure:
         raise failure[0]
-    return answers[0]
+    given = list(answers[0])
+    failed = [answer for answer in given if isinstance(answer, SUTError)]
+    if given and len(failed) == len(given):
+        raise failed[0]
+    return given

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -13,25 +14,50 @@ from cq2a.settings import LLMSpec, SUTSpec
 
 
 class ChatSUT:
-    """Asks a chat model each question with the ``sut_answer`` prompt, requests in parallel."""
+    """Asks a chat model each question with the ``sut_answer`` prompt, requests in parallel.
+
+    A query whose request fails (the client's own retries spent) gets a ``SUTError`` in place of
+    its answer; the others are still answered. ``cancel`` drops the queries not sent yet."""
 
     def __init__(self, chat_model: BaseChatModel, *, name: str, max_concurrency: int = 4) -> None:
         self.name = f"chat:{name}"
         self._chat = chat_model
         self.max_concurrency = max_concurrency
+        self._pools: set[ThreadPoolExecutor] = set()
 
-    def answer(self, items: list[SUTQuery]) -> list[str]:
+    def answer(self, items: list[SUTQuery]) -> list[str | SUTError]:
         if not items:
             return []
         prompts: list[LanguageModelInput] = [
             [HumanMessage(render_prompt("sut_answer", context=i.context, question=i.question))]
             for i in items
         ]
+        # A pool of our own, not ``batch``: ``cancel`` can then drop the queries not yet sent.
+        pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="chat-sut")
+        self._pools.add(pool)
         try:
-            replies = self._chat.batch(prompts, config={"max_concurrency": self.max_concurrency})
+            futures = [pool.submit(self._chat.invoke, prompt) for prompt in prompts]
+            outcomes = [self._outcome(future) for future in futures]
+        finally:
+            self._pools.discard(pool)
+            pool.shutdown(wait=False, cancel_futures=True)
+        texts = [text for text in outcomes if not isinstance(text, SUTError)]
+        answered = iter(check_answers(self.name, texts, len(texts)))
+        return [text if isinstance(text, SUTError) else next(answered) for text in outcomes]
+
+    def cancel(self) -> None:
+        """Send no more of the queries in hand; those in flight end by the model's own
+        timeout."""
+        for pool in list(self._pools):
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _outcome(self, future: Future[Any]) -> str | SUTError:
+        try:
+            return _text(future.result())
+        except CancelledError:
+            return SUTError(f"{self.name}: cancelled before it was sent")
         except Exception as error:  # the client's own retries are spent: report what failed
-            raise SUTError(f"{self.name} failed: {type(error).__name__}: {error}") from error
-        return check_answers(self.name, [_text(reply) for reply in replies], len(items))
+            return SUTError(f"{self.name} failed: {type(error).__name__}: {error}")
 
 
 def _text(reply: Any) -> str:
@@ -50,6 +76,8 @@ def sut_chat_model(spec: SUTSpec, local_slots: int = 1) -> Any:
         api_key=spec.api_key,
         temperature=0.0,
         max_tokens=spec.max_new_tokens,
+        # each request ends by itself within the SUT's time, so a cancelled one ends too
+        timeout_s=spec.timeout_s,
     )
     return chat_model(
         llm_spec, base_url=resolve_endpoint(llm_spec, local_slots=local_slots).base_url

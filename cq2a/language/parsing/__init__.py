@@ -18,10 +18,10 @@ from cq2a.language.parsing.base import (
     STANZA_FIX,
     STANZA_PROCESSORS,
     Parser,
-    ParserBackend,
     ParserUnavailable,
 )
 from cq2a.models.records import Context
+from cq2a.settings import ParserBackend
 
 __all__ = [
     "Parser",

