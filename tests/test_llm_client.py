@@ -9,16 +9,12 @@ from pydantic import BaseModel
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.cache import LLMCache
-from cq2a.adapters.llm.client import (
-    ChatClient,
-    Endpoint,
-    LLMCallFailed,
-    Malformed,
-    Slots,
-    parse_structured,
-    resolve_endpoint,
-)
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.endpoint import Endpoint, resolve_endpoint
+from cq2a.adapters.llm.errors import LLMCallFailed
+from cq2a.adapters.llm.limits import Slots
 from cq2a.adapters.llm.local_server import LocalLLMServer
+from cq2a.adapters.llm.structured import Malformed, parse_structured
 from cq2a.adapters.llm.usage import Usage, tally_usage
 from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings

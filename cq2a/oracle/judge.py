@@ -5,8 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from cq2a.adapters.fanout import parallel_map
-from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.structured import Malformed
 from cq2a.language.answers import (
     is_abstention,
     normalize_answer,

@@ -14,7 +14,8 @@ from functools import cache, cached_property
 from typing import Any
 
 from cq2a.adapters.llm.breaker import reset_breakers
-from cq2a.adapters.llm.client import LLMRuntime, build_llm_runtime, forget_n_support
+from cq2a.adapters.llm.choices import forget_n_support
+from cq2a.adapters.llm.roles import LLMRuntime, build_llm_runtime
 from cq2a.adapters.sut import build_sut
 from cq2a.adapters.sut.chat import sut_chat_model
 from cq2a.language.embeddings import default_threshold, load_embedder
