@@ -32,12 +32,14 @@ from cq2a.adapters.llm.errors import (
     LLMCallFailed,
     UnusableReply,
     fatal_errors,
+    reply_errors,
     sdk_retried_errors,
+    unusable_reply,
 )
 from cq2a.adapters.llm.factory import chat_model
 from cq2a.adapters.llm.limits import RequestLimits
 from cq2a.adapters.llm.structured import Malformed, parse_structured, response_format_for
-from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage, count_usage
+from cq2a.adapters.llm.usage import SpendingMeter, Usage, count_usage
 from cq2a.settings import LLMSpec, Settings
 
 T = TypeVar("T", bound=BaseModel)
@@ -116,11 +118,13 @@ class ChatClient:
         return results[:n]
 
     def _send_with_retries(self, messages: list[Any], params: dict[str, Any]) -> Completion:
-        """One request, sent again by tenacity while its reply is unusable.
+        """One call: a request, sent again by tenacity while its reply is unusable.
 
         One retry layer per failure: the OpenAI SDK retries 429, 5xx, timeouts and lost
         connections (``llm_retries`` times, honouring Retry-After) and then fails this call; a
-        reply the SDK accepted but that holds no usable choice is retried here, as often."""
+        reply the SDK accepted but that holds no usable choice is retried here, as often. Any
+        other error (a programming error, the spending cap) propagates at once, unretried, and
+        the breaker does not count it."""
         attempts = self.settings.llm_retries + 1
         where = self.limits.where
         breaker = self.limits.breaker()
@@ -130,28 +134,9 @@ class ChatClient:
             retry=retry_if_exception_type(UnusableReply),
             reraise=True,
         )
-        try:
-            completion = retrying(self._send_once, messages, params, breaker, where)
-        except UnusableReply as error:
-            cause = error.__cause__ or error
-            breaker.record_failure(f"{type(cause).__name__}: {cause}")
-            raise LLMCallFailed(
-                f"{self.spec.model} at {where} failed {attempts} times: {cause}. "
-                "Check that the server is up (cq2a doctor) or lower --concurrency."
-            ) from cause
-        breaker.record_success()
-        return completion
-
-    def _send_once(
-        self, messages: list[Any], params: dict[str, Any], breaker: CircuitBreaker, where: str
-    ) -> Completion:
-        """One request within the breaker, the slots and a spending reservation."""
         breaker.check()
         try:
-            with self.limits.hold(messages, params["n"]):
-                completion = self._send(messages, params)
-                self.limits.record(completion.usage)
-            count_usage(completion.usage)
+            completion = retrying(self._send_once, messages, params)
         except fatal_errors() as error:
             # A wrong key or model name fails every call alike: stop the run at once.
             raise LLMUnavailable(
@@ -161,26 +146,47 @@ class ChatClient:
         except sdk_retried_errors() as error:
             # The SDK has already retried these (a 400, e.g. a prompt over the model's window,
             # is not retried and fails this call only).
-            breaker.record_failure(f"{type(error).__name__}: {error}")
-            raise LLMCallFailed(
-                f"{self.spec.model} at {where}: {error}. "
-                "Check that the server is up (cq2a doctor) or lower --concurrency."
-            ) from error
-        except BudgetExceeded:
-            raise
-        except Exception as error:  # a body that is not a completion: the SDK passes it
-            raise UnusableReply(str(error)) from error
+            raise self._failed(breaker, error, f"{where}: {error}") from error
+        except UnusableReply as error:
+            cause = error.__cause__ or error
+            raise self._failed(
+                breaker, cause, f"{where} failed {attempts} times: {cause}"
+            ) from cause
+        breaker.record_success()
+        return completion
+
+    def _failed(self, breaker: CircuitBreaker, cause: BaseException, what: str) -> LLMCallFailed:
+        """Count a failed call (``LLMUnavailable`` when the breaker opens), and say what to do."""
+        breaker.record_failure(f"{type(cause).__name__}: {cause}")
+        return LLMCallFailed(
+            f"{self.spec.model} at {what}. "
+            "Check that the server is up (cq2a doctor) or lower --concurrency."
+        )
+
+    def _send_once(self, messages: list[Any], params: dict[str, Any]) -> Completion:
+        """One request within the slots and a spending reservation."""
+        with self.limits.hold(messages, params["n"]):
+            completion = self._send(messages, params)
+            self.limits.record(completion.usage)
+        count_usage(completion.usage)
         if not completion.texts:
             raise UnusableReply("the server returned no choices")
         return completion
 
     def _send(self, messages: list[Any], params: dict[str, Any]) -> Completion:
-        result = self.model.generate([messages], **params)
+        """One request and its reply; a reply that is no completion is ``UnusableReply``."""
+        suspects: tuple[type[Exception], ...] = (*reply_errors(), TypeError, KeyError)
+        try:
+            result = self.model.generate([messages], **params)
+            token_usage = (result.llm_output or {}).get("token_usage") or {}
+            usage = Usage(
+                requests=1,
+                prompt_tokens=int(token_usage.get("prompt_tokens") or 0),
+                completion_tokens=int(token_usage.get("completion_tokens") or 0),
+            )
+        except suspects as error:
+            if not unusable_reply(error):
+                raise
+            raise UnusableReply(str(error)) from error
         texts = [generation.text for generation in result.generations[0]]
-        token_usage = (result.llm_output or {}).get("token_usage") or {}
-        usage = Usage(
-            requests=1,
-            prompt_tokens=int(token_usage.get("prompt_tokens") or 0),
-            completion_tokens=int(token_usage.get("completion_tokens") or 0),
-        )
         return Completion(texts=texts, usage=usage)

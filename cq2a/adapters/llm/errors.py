@@ -8,6 +8,7 @@ takes about half a second to import, and importing cq2a or building the graph ne
 
 from __future__ import annotations
 
+import traceback
 from functools import cache
 
 
@@ -35,3 +36,30 @@ def sdk_retried_errors() -> tuple[type[Exception], ...]:
     import openai
 
     return (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError)
+
+
+@cache
+def reply_errors() -> tuple[type[Exception], ...]:
+    """Errors that say a reply the SDK let through is no completion: a body that is not JSON
+    (``json.JSONDecodeError``), an error or a body of another type in a 200 reply (langchain's
+    ``ValueError``), a field that does not validate (pydantic's ``ValidationError``, a
+    ``ValueError`` too), or the SDK's own response validation."""
+    import openai
+
+    return (ValueError, openai.APIResponseValidationError)
+
+
+# Where langchain_openai reads a reply into a result: it raises TypeError for null ``choices`` and
+# KeyError for a choice without its fields.
+_READING_THE_REPLY = frozenset({"_create_chat_result", "_convert_dict_to_message"})
+
+
+def unusable_reply(error: Exception) -> bool:
+    """Whether ``error`` means an unusable reply rather than a programming error.
+
+    A TypeError or KeyError counts only when langchain_openai raised it reading the reply,
+    known by the frame it was raised in: the same types raised by our own code propagate."""
+    if isinstance(error, reply_errors()):
+        return True
+    frames = traceback.extract_tb(error.__traceback__)
+    return isinstance(error, TypeError | KeyError) and frames[-1].name in _READING_THE_REPLY
