@@ -102,12 +102,12 @@ def services_for(settings: Settings | None, run_key: str = "default") -> Service
 
 
 def release_services(run_key: str | None = None) -> None:
-    """End one run's share (or every run's, with no key): close its cache, drop its meter and
-    clients, close the LLM breakers, forget which servers honour ``n``."""
+    """End one run's share (or every run's, with no key): close its cache, drop its meter,
+    clients and LLM breakers; with no key, also forget which servers honour ``n``."""
 
     with _SERVICES_LOCK:
         for key in [k for k in _SERVICES if run_key is None or k[1] == run_key]:
             _SERVICES.pop(key).close()
+    reset_breakers(run_key)
     if run_key is None:
-        reset_breakers()
         forget_n_support()

@@ -134,25 +134,25 @@ class ChatClient:
             retry=retry_if_exception_type(UnusableReply),
             reraise=True,
         )
-        breaker.check()
-        try:
-            completion = retrying(self._send_once, messages, params)
-        except fatal_errors() as error:
-            # A wrong key or model name fails every call alike: stop the run at once.
-            raise LLMUnavailable(
-                f"{self.spec.model} at {where}: {error}. Check the model name and the API key "
-                "(cq2a doctor)."
-            ) from error
-        except sdk_retried_errors() as error:
-            # The SDK has already retried these (a 400, e.g. a prompt over the model's window,
-            # is not retried and fails this call only).
-            raise self._failed(breaker, error, f"{where}: {error}") from error
-        except UnusableReply as error:
-            cause = error.__cause__ or error
-            raise self._failed(
-                breaker, cause, f"{where} failed {attempts} times: {cause}"
-            ) from cause
-        breaker.record_success()
+        with breaker.call():
+            try:
+                completion = retrying(self._send_once, messages, params)
+            except fatal_errors() as error:
+                # A wrong key or model name fails every call alike: stop the run at once.
+                raise LLMUnavailable(
+                    f"{self.spec.model} at {where}: {error}. Check the model name and the API key "
+                    "(cq2a doctor)."
+                ) from error
+            except sdk_retried_errors() as error:
+                # The SDK has already retried these (a 400, e.g. a prompt over the model's window,
+                # is not retried and fails this call only).
+                raise self._failed(breaker, error, f"{where}: {error}") from error
+            except UnusableReply as error:
+                cause = error.__cause__ or error
+                raise self._failed(
+                    breaker, cause, f"{where} failed {attempts} times: {cause}"
+                ) from cause
+            breaker.record_success()
         return completion
 
     def _failed(self, breaker: CircuitBreaker, cause: BaseException, what: str) -> LLMCallFailed:

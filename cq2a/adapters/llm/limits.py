@@ -1,5 +1,5 @@
 """The limits every request of a role passes: the slots of its server, the request rate, the
-circuit breaker of its endpoint, and the spending cap.
+run's circuit breaker for its endpoint, and the spending cap.
 
 A local llama.cpp server decodes ``slots`` sequences at once, and all roles (and runs) on it
 share them, each choice taking one; a remote API gets the run's ``concurrency`` requests in
@@ -81,12 +81,15 @@ class RequestLimits:
             else None
         )
         self.meter = meter
+        self.run_key = run_key
         self._max_tokens = spec.max_tokens
         self._breaker_failures = settings.breaker_failures
         self._breaker_window_s = settings.breaker_window_s
 
     def breaker(self) -> CircuitBreaker:
-        return breaker_for(self.where, self._breaker_failures, self._breaker_window_s)
+        """This run's breaker for the endpoint, looked up per call: a run that is released
+        forgets it."""
+        return breaker_for(self.run_key, self.where, self._breaker_failures, self._breaker_window_s)
 
     @contextmanager
     def hold(self, messages: list[Any], n: int) -> Iterator[None]:
