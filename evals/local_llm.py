@@ -34,7 +34,9 @@ from typing import Any
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.catalog import ensure_model
-from cq2a.adapters.llm.client import ChatClient, Endpoint, forget_n_support
+from cq2a.adapters.llm.choices import forget_n_support
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.endpoint import Endpoint
 from cq2a.adapters.llm.local_server import LocalLLMServer, model_alias, server_binary
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.adapters.llm.usage import Usage, tally_usage

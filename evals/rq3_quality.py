@@ -29,8 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cq2a.adapters.llm.client import ChatClient, Malformed
+from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.structured import Malformed
 from cq2a.models.records import TestCase
 from cq2a.reporting.exports import answer_start
 from cq2a.runtime.services import services_for

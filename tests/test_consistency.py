@@ -2,7 +2,7 @@
 
 import pytest
 
-from cq2a.adapters.llm.client import Malformed
+from cq2a.adapters.llm.structured import Malformed
 from cq2a.consistency.compare import compare_with_gold
 from cq2a.generation.questions import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
 from cq2a.language.parsing import lemmatizer

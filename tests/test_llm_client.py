@@ -5,24 +5,25 @@ from __future__ import annotations
 import threading
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.cache import LLMCache
-from cq2a.adapters.llm.client import (
-    ChatClient,
-    Endpoint,
-    LLMCallFailed,
-    Malformed,
-    Slots,
-    parse_structured,
-    resolve_endpoint,
-)
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.endpoint import Endpoint, resolve_endpoint
+from cq2a.adapters.llm.errors import LLMCallFailed
+from cq2a.adapters.llm.limits import Slots
 from cq2a.adapters.llm.local_server import LocalLLMServer
-from cq2a.adapters.llm.usage import Usage, tally_usage
+from cq2a.adapters.llm.structured import Malformed, parse_structured
+from cq2a.adapters.llm.usage import SpendingMeter, Usage, tally_usage
 from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
-from cq2a.testing.scripted_server import ChatRequest, FaultPlan, ScriptedLLMServer
+from cq2a.testing.scripted_server import (
+    ChatRequest,
+    FaultPlan,
+    RecordedRequest,
+    ScriptedLLMServer,
+)
 
 
 def _seeded(request: ChatRequest, index: int) -> str:
@@ -149,3 +150,54 @@ def test_usage_is_tallied_across_parallel_map_threads_and_cache_hits(tmp_path):
     assert first.total.prompt_tokens > 0
     assert replay.total == Usage(cached=6)
     assert outer.total == first.total + replay.total
+
+
+class MeterWithABug(SpendingMeter):
+    def record(self, usage: Usage) -> None:
+        raise TypeError("a bug in our own accounting")
+
+
+def test_a_programming_error_propagates_at_once_unretried_and_leaves_the_breaker_closed():
+    release_services()
+    with ScriptedLLMServer(_seeded) as server:
+        spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
+        settings = Settings(cache_path="off", seed=7, llm_retries=2, breaker_failures=1)
+        buggy = ChatClient(
+            spec, settings, endpoint=Endpoint(server.base_url, None), meter=MeterWithABug()
+        )
+        with pytest.raises(TypeError, match="a bug in our own accounting"):
+            buggy.text("system", "user")
+        assert len(server.requests) == 1  # not sent again as if the reply were unusable
+        # a breaker that opens at one failed call did not count the bug as one
+        assert _client(server, slots=None, breaker_failures=1).text("system", "user") == ["seed 7"]
+
+
+class Strict(BaseModel):
+    name: str
+
+    @model_validator(mode="after")
+    def broken(self) -> Strict:
+        raise TypeError("a bug in our own schema")
+
+
+def test_a_schema_that_raises_a_programming_error_is_not_asked_again():
+    with ScriptedLLMServer(lambda request, index: '{"name": "red"}') as server:
+        client = _client(server, slots=None, llm_retries=2, malformed_retries=2)
+        with pytest.raises(TypeError, match="a bug in our own schema"):
+            client.structured("system", "user", Strict)
+        assert len(server.requests) == 1
+
+
+def test_a_reply_without_choices_is_unusable_sent_again_then_fails_the_call(monkeypatch):
+    # langchain_openai raises TypeError (null 'choices'): a reply error, known by where it is raised
+    release_services()
+
+    def no_choices(self: ScriptedLLMServer, record: RecordedRequest, choices: list) -> dict:
+        return {"id": "chatcmpl-none", "object": "chat.completion"}
+
+    monkeypatch.setattr(ScriptedLLMServer, "_envelope", no_choices)
+    with ScriptedLLMServer(_seeded) as server:
+        client = _client(server, slots=None, llm_retries=2, breaker_failures=5)
+        with pytest.raises(LLMCallFailed, match="failed 3 times.*null value for 'choices'"):
+            client.text("system", "user")
+        assert len(server.requests) == 3

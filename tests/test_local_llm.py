@@ -21,7 +21,9 @@ from pydantic import BaseModel, SecretStr
 
 from cq2a.adapters.llm import catalog, local_server
 from cq2a.adapters.llm.catalog import CatalogModel, ModelChecksumError, ModelPart
-from cq2a.adapters.llm.client import ChatClient, Endpoint, forget_n_support
+from cq2a.adapters.llm.choices import forget_n_support
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.endpoint import Endpoint
 from cq2a.adapters.llm.usage import tally_usage
 from cq2a.settings import LLMSpec, Settings
 
@@ -240,7 +242,7 @@ def test_the_native_server_answers_n_choices_in_one_request_and_follows_a_schema
         with tally_usage() as tally:
             texts = client.text("Answer in a few words.", "Name a colour.", n=3)
         assert tally.total.requests == 1 and len(texts) == 3
-        assert client._supports_n() is True
+        assert client.choices.supports_n() is True
 
         class Colour(BaseModel):
             name: str

@@ -6,8 +6,10 @@ import re
 
 from pydantic import BaseModel, Field
 
-from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.structured import Malformed
 from cq2a.language.lemmas import Lemmatizer, lemma_words
 from cq2a.language.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, words
 from cq2a.models.records import (

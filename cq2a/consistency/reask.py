@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cq2a.adapters.fanout import parallel_map
-from cq2a.adapters.llm.client import ChatClient, LLMCallFailed
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.consistency.voting import majority_vote
 from cq2a.language.answers import (

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from cq2a.adapters.fanout import parallel_map
-from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.structured import Malformed
 from cq2a.language.lexicon import BLANK
 from cq2a.models.candidates import at_step, settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason

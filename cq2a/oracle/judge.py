@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from cq2a.adapters.fanout import parallel_map
-from cq2a.adapters.llm.client import ChatClient, LLMCallFailed, Malformed
+from cq2a.adapters.llm.client import ChatClient
+from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.structured import Malformed
 from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
     is_abstention,

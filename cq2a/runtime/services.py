@@ -14,7 +14,8 @@ from functools import cache, cached_property
 from typing import Any
 
 from cq2a.adapters.llm.breaker import reset_breakers
-from cq2a.adapters.llm.client import LLMRuntime, build_llm_runtime, forget_n_support
+from cq2a.adapters.llm.choices import forget_n_support
+from cq2a.adapters.llm.roles import LLMRuntime, build_llm_runtime
 from cq2a.adapters.sut import build_sut
 from cq2a.adapters.sut.chat import sut_chat_model
 from cq2a.language.embeddings import default_threshold, load_embedder
@@ -101,12 +102,12 @@ def services_for(settings: Settings | None, run_key: str = "default") -> Service
 
 
 def release_services(run_key: str | None = None) -> None:
-    """End one run's share (or every run's, with no key): close its cache, drop its meter and
-    clients, close the LLM breakers, forget which servers honour ``n``."""
+    """End one run's share (or every run's, with no key): close its cache, drop its meter,
+    clients and LLM breakers; with no key, also forget which servers honour ``n``."""
 
     with _SERVICES_LOCK:
         for key in [k for k in _SERVICES if run_key is None or k[1] == run_key]:
             _SERVICES.pop(key).close()
+    reset_breakers(run_key)
     if run_key is None:
-        reset_breakers()
         forget_n_support()

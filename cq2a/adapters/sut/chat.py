@@ -67,7 +67,8 @@ def _text(reply: Any) -> str:
 def sut_chat_model(spec: SUTSpec, local_slots: int = 1) -> Any:
     """A chat model for an LLM-backed software under test (greedy, short answers); starts the
     local server for ``backend=local``, with ``local_slots`` slots."""
-    from cq2a.adapters.llm.client import chat_model, resolve_endpoint
+    from cq2a.adapters.llm.endpoint import resolve_endpoint
+    from cq2a.adapters.llm.factory import chat_model
 
     llm_spec = LLMSpec(
         backend=spec.backend,
