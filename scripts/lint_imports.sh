@@ -7,7 +7,11 @@ SOURCE="$(cd "${1:-$(dirname "$0")/..}" && pwd)"
 PY="${PYTHON:-$SOURCE/.venv/bin/python}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-"$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/wheel" "$SOURCE" >/dev/null
+# Build from a copy: setuptools reuses a build/ folder, whose stale modules would reach the wheel.
+mkdir "$WORK/src"
+tar -C "$SOURCE" --exclude=./.venv --exclude=./.git --exclude=./build --exclude='*.egg-info' \
+  --exclude=__pycache__ --exclude=./runs -cf - . | tar -C "$WORK/src" -xf -
+"$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/wheel" "$WORK/src" >/dev/null
 "$PY" -m zipfile -e "$WORK"/wheel/*.whl "$WORK/tree"
 cd "$WORK/tree"
 PYTHONPATH="$WORK/tree" "$(dirname "$PY")/lint-imports" --config "$SOURCE/pyproject.toml"
