@@ -55,7 +55,7 @@ from cq2a.models.records import (
 )
 from cq2a.oracle.judge import compared_form, judge_verdicts
 from cq2a.runtime.services import Services, release_services, services_for
-from cq2a.runtime.steps import extraction_limits
+from cq2a.runtime.steps import extraction_limits, oracle_limits
 from cq2a.settings import Settings
 from evals.runs import emit
 
@@ -246,10 +246,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
         sut,
         [float(s) for s in similarities],
         lemmatize=services.lemmatize,
-        threshold=services.oracle_threshold,
-        judge_threshold=services.settings.judge_threshold,
-        concurrency=services.settings.concurrency,
-        judge_votes=services.settings.judge_votes,
+        limits=oracle_limits(services),
     )
     return [v.bug for v in verdicts]
 

@@ -222,7 +222,7 @@ def test_the_judges_median_of_an_even_number_of_votes_favours_no_side(scores, sc
 def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_parser):
     from cq2a.adapters.sut.base import SUTError
     from cq2a.models.records import TestCase
-    from cq2a.oracle.judge import judge_verdicts
+    from cq2a.oracle.judge import OracleLimits, judge_verdicts
 
     def case(n: int) -> TestCase:
         return TestCase(
@@ -245,9 +245,7 @@ def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_par
         [SUTError("chat:m failed: OpenAIAPIError: 500"), "Rollo"],
         [0.0, 1.0],
         lemmatize=lemmatizer(spacy_parser),
-        threshold=0.8,
-        judge_threshold=50,
-        concurrency=2,
+        limits=OracleLimits(oracle_threshold=0.8, judge_threshold=50, concurrency=2, judge_votes=1),
     )
     assert (failed.stage, failed.bug, failed.sut_answer) == ("unjudged", False, "")
     assert failed.judge_explanation == "sut error: chat:m failed: OpenAIAPIError: 500"

@@ -315,8 +315,8 @@ class CheckLimits:
     """What ``check_round`` reads from a run's settings."""
 
     #: Question length bounds, in characters.
-    min_chars: int
-    max_chars: int
+    min_question_chars: int
+    max_question_chars: int
     leak_rule: LeakRule
     #: Similarity over which a question is a near-duplicate of an earlier one.
     dedup_threshold: float
@@ -336,8 +336,8 @@ def check_round(
         apply_constraints(
             candidate,
             lemmatize,
-            min_chars=limits.min_chars,
-            max_chars=limits.max_chars,
+            min_chars=limits.min_question_chars,
+            max_chars=limits.max_question_chars,
             leak_rule=limits.leak_rule,
         )
         for candidate in at_step(candidates, "check")

@@ -104,7 +104,7 @@ class CoverageLimits:
     """What ``coverage_round`` reads from a run's settings."""
 
     #: Coverage rounds per context.
-    rounds: int
+    coverage_rounds: int
     #: Answers of a context's first round; a coverage round gives half as many.
     answers_per_context: int
     #: Answers a context may have in all.
@@ -123,7 +123,7 @@ def coverage_round(
     ``answers_per_context`` (at least one) by ``next_answers``, while the ``rounds`` and
     ``answer_budget`` last. Empty: the context is done."""
     room = limits.answer_budget - len(answers)
-    if plan.coverage_rounds >= limits.rounds or room <= 0:
+    if plan.coverage_rounds >= limits.coverage_rounds or room <= 0:
         return []
     count = min(max(1, limits.answers_per_context // 2), room)
     return next_answers(

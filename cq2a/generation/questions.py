@@ -212,8 +212,8 @@ class GenerationLimits:
     """What ``generation_round`` reads from a run's settings."""
 
     #: Question slots per entity answer and per relation (Table I).
-    per_entity: int
-    per_relation: int
+    questions_per_entity: int
+    questions_per_relation: int
     #: Generation attempts per slot.
     max_attempts: int
     #: Concurrent requests.
@@ -229,7 +229,9 @@ def generation_round(
 ) -> list[Candidate]:
     """Fill every slot waiting for a question: new answers' slots, and rejected slots again;
     one request per answer, for all of its waiting slots. Returns the slots it asked for."""
-    new = slots_for_new_answers(answers, candidates, limits.per_entity, limits.per_relation)
+    new = slots_for_new_answers(
+        answers, candidates, limits.questions_per_entity, limits.questions_per_relation
+    )
     by_answer: dict[str, list[Candidate]] = {}
     for slot in at_step([*candidates, *new], "generate"):
         by_answer.setdefault(slot.answer.id, []).append(slot)

@@ -3,29 +3,13 @@ oracle decides."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.sut.base import QASystem, SUTQuery, answer_within, truncated_inputs
 from cq2a.language.embeddings import SimilarityPairs
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.models.records import TestCase, Verdict
-from cq2a.oracle.judge import oracle_verdicts
+from cq2a.oracle.judge import OracleLimits, oracle_verdicts
 from cq2a.settings import SUTSpec
-
-
-@dataclass(frozen=True, kw_only=True)
-class OracleLimits:
-    """What ``evaluate_cases`` reads from a run's settings."""
-
-    #: Similarity at or over which the SUT's answer agrees with the gold without the judge.
-    threshold: float
-    #: Judge score at or over which the answers agree.
-    judge_threshold: int
-    #: Concurrent judge requests.
-    concurrency: int
-    #: Judge scores per test, of which the median decides.
-    judge_votes: int
 
 
 def evaluate_cases(
@@ -51,10 +35,7 @@ def evaluate_cases(
         sut_answers,
         similarity_pairs,
         lemmatize=lemmatize,
-        threshold=limits.threshold,
-        judge_threshold=limits.judge_threshold,
-        concurrency=limits.concurrency,
-        judge_votes=limits.judge_votes,
+        limits=limits,
     )
     flags = truncated_inputs(sut, queries)
     if flags is not None:

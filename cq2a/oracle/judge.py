@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -152,6 +153,20 @@ def median_vote(votes: list[JudgeVerdict], judge_threshold: int) -> tuple[int, J
     return score, upper if consistent_by_judge(score, judge_threshold) else lower
 
 
+@dataclass(frozen=True, kw_only=True)
+class OracleLimits:
+    """What ``evaluate_cases`` reads from a run's settings."""
+
+    #: Similarity at or over which the SUT's answer agrees with the gold without the judge.
+    oracle_threshold: float
+    #: Judge score at or over which the answers agree.
+    judge_threshold: int
+    #: Concurrent judge requests.
+    concurrency: int
+    #: Judge scores per test, of which the median decides.
+    judge_votes: int
+
+
 def judge_verdicts(
     client: ChatClient,
     cases: list[TestCase],
@@ -159,13 +174,10 @@ def judge_verdicts(
     similarities: list[float],
     *,
     lemmatize: Lemmatizer,
-    threshold: float,
-    judge_threshold: int,
-    concurrency: int,
-    judge_votes: int = 1,
+    limits: OracleLimits,
 ) -> list[Verdict]:
     """Both stages for every test case; the judge is asked only where stage 1 says inconsistent,
-    for ``judge_votes`` scores whose median decides (``JudgeScores``).
+    for ``limits.judge_votes`` scores whose median decides (``JudgeScores``).
 
     ``sut_answers`` are the SUT's raw answers, kept as they are in the verdicts; ``similarities``
     compare their ``compared_form`` with the gold. An answer of the wrong type (a yes/no to a
@@ -202,7 +214,7 @@ def judge_verdicts(
             return Verdict(**base, stage="rule", rule=rule, bug=False)
         if exact is not None:
             return Verdict(**base, stage="similarity", bug=not exact)
-        if consistent_by_similarity(similarity, threshold):
+        if consistent_by_similarity(similarity, limits.oracle_threshold):
             return Verdict(**base, stage="similarity", bug=False)
         verdict, problem = judge_answer(
             client,
@@ -210,8 +222,8 @@ def judge_verdicts(
             case.question,
             case.answer,
             sut,
-            votes=judge_votes,
-            judge_threshold=judge_threshold,
+            votes=limits.judge_votes,
+            judge_threshold=limits.judge_threshold,
         )
         if verdict is None:
             return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False)
@@ -222,10 +234,10 @@ def judge_verdicts(
             judge_scores=verdict.scores,
             judge_confident=verdict.confident,
             judge_explanation=verdict.explanation,
-            bug=not consistent_by_judge(verdict.score, judge_threshold),
+            bug=not consistent_by_judge(verdict.score, limits.judge_threshold),
         )
 
-    return parallel_map(decide, range(len(cases)), concurrency)
+    return parallel_map(decide, range(len(cases)), limits.concurrency)
 
 
 def oracle_verdicts(
@@ -235,10 +247,7 @@ def oracle_verdicts(
     similarity_pairs: SimilarityPairs,
     *,
     lemmatize: Lemmatizer,
-    threshold: float,
-    judge_threshold: int,
-    concurrency: int,
-    judge_votes: int = 1,
+    limits: OracleLimits,
 ) -> list[Verdict]:
     """The two-stage oracle over the SUT's answers: each answer's ``compared_form`` against
     the gold by similarity, then ``judge_verdicts``."""
@@ -255,10 +264,7 @@ def oracle_verdicts(
         sut_answers,
         [float(s) for s in similarities],
         lemmatize=lemmatize,
-        threshold=threshold,
-        judge_threshold=judge_threshold,
-        concurrency=concurrency,
-        judge_votes=judge_votes,
+        limits=limits,
     )
 
 
