@@ -45,16 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure the rates on an earlier run directory",
     )
     estimate.add_argument("--limit", type=int, default=None, help="first N contexts only")
-    estimate.add_argument("--model", default=None)
-    estimate.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
-    estimate.add_argument("--base-url", default=None)
+    _add_model_options(estimate, "generator, re-asker and judge model")
     estimate.add_argument("--sut", default=None)
-    estimate.add_argument("--answers-per-context", type=int, default=None)
-    estimate.add_argument("--questions-per-entity", type=int, default=None)
-    estimate.add_argument("--questions-per-relation", type=int, default=None)
-    estimate.add_argument("--no-relations", action="store_true")
-    estimate.add_argument("--question-mix", default=None)
-    estimate.add_argument("--answers", choices=["asked", "paper"], default=None)
+    _add_answer_options(estimate)
     estimate.add_argument("--demo", action="store_true", help="with the demo's settings")
     estimate.add_argument("--price-per-1k-prompt", type=float, default=None)
     estimate.add_argument("--price-per-1k-completion", type=float, default=None)
@@ -100,29 +93,12 @@ def add_run_options(
     sub.add_argument("--force", action="store_true", help="overwrite a different run in --out")
     sub.add_argument("--follow", action="store_true", help="print trace events live")
     sub.add_argument("--no-progress", action="store_true")
-    sub.add_argument("--model", default=None, help="generator, re-asker and judge model")
-    sub.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
-    sub.add_argument("--base-url", default=None)
+    _add_model_options(sub, "generator, re-asker and judge model")
     sub.add_argument("--sut", default=None, help="KIND:MODEL, e.g. seq2seq:allenai/unifiedqa-...")
-    sub.add_argument("--answers-per-context", type=int, default=None)
-    sub.add_argument("--questions-per-entity", type=int, default=None)
-    sub.add_argument("--questions-per-relation", type=int, default=None)
-    sub.add_argument("--no-relations", action="store_true")
-    sub.add_argument(
-        "--question-mix",
-        default=None,
-        help="share of each question kind, e.g. entity=0.5,relation=0.1,yesno=0.2,"
-        "unanswerable=0.1,multi_sentence=0.1",
-    )
+    _add_answer_options(sub)
     sub.add_argument("--coverage-rounds", type=int, default=None)
-    sub.add_argument("--answers", choices=["asked", "paper"], default=None)
-    sub.add_argument("--concurrency", type=int, default=None)
     sub.add_argument("--consistency-threshold", type=float, default=None)
-    sub.add_argument("--oracle-threshold", type=float, default=None)
-    sub.add_argument("--judge-threshold", type=int, default=None)
-    sub.add_argument("--max-tokens", type=int, default=None, help="stop the run at this spend")
-    sub.add_argument("--max-cost", type=float, default=None)
-    _add_gate_options(sub)
+    _add_oracle_and_spending_options(sub)
 
 
 def add_test_options(sub: argparse.ArgumentParser) -> None:
@@ -141,9 +117,33 @@ def add_test_options(sub: argparse.ArgumentParser) -> None:
         help="re-run only the tests --out's earlier test left without a verdict or unjudged",
     )
     sub.add_argument("--no-progress", action="store_true")
-    sub.add_argument("--model", default=None, help="the judge's model")
+    _add_model_options(sub, "the judge's model")
+    _add_oracle_and_spending_options(sub)
+
+
+def _add_model_options(sub: argparse.ArgumentParser, model_help: str) -> None:
+    sub.add_argument("--model", default=None, help=model_help)
     sub.add_argument("--backend", choices=["local", "openai", "compatible"], default=None)
     sub.add_argument("--base-url", default=None)
+
+
+def _add_answer_options(sub: argparse.ArgumentParser) -> None:
+    """Which answers get question slots, and how many."""
+    sub.add_argument("--answers-per-context", type=int, default=None)
+    sub.add_argument("--questions-per-entity", type=int, default=None)
+    sub.add_argument("--questions-per-relation", type=int, default=None)
+    sub.add_argument("--no-relations", action="store_true")
+    sub.add_argument(
+        "--question-mix",
+        default=None,
+        help="share of each question kind, e.g. entity=0.5,relation=0.1,yesno=0.2,"
+        "unanswerable=0.1,multi_sentence=0.1",
+    )
+    sub.add_argument("--answers", choices=["asked", "paper"], default=None)
+
+
+def _add_oracle_and_spending_options(sub: argparse.ArgumentParser) -> None:
+    """The oracle's thresholds, concurrency, the spending cap and the CI gates."""
     sub.add_argument("--concurrency", type=int, default=None)
     sub.add_argument("--oracle-threshold", type=float, default=None)
     sub.add_argument("--judge-threshold", type=int, default=None)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from cq2a.app import outputs as out
 from cq2a.models.bugs import BugRecord
-from cq2a.models.records import Answer, Candidate, TestCase, Verdict
+from cq2a.models.records import Answer, AnswerKind, Candidate, TestCase, Verdict
 
 CSV_TESTS = "test_cases.csv"
 SQUAD = "squad.json"
@@ -144,28 +144,27 @@ def unifiedqa_tsv(cases: list[TestCase]) -> str:
 
 
 def _bug_row(bug: BugRecord) -> dict[str, Any]:
-    return {
-        "item": "bug",
-        "id": bug.test_id,
-        "context_id": bug.context_id,
-        "kind": bug.kind.value,
-        "question": bug.question,
-        "gold_answer": bug.gold_answer,
-        "sut_answer": bug.sut_answer,
-        "judge_score": "" if bug.judge_score is None else bug.judge_score,
-        "sentence": bug.sentence,
-    }
+    score = "" if bug.judge_score is None else bug.judge_score
+    row = _row("bug", bug.test_id, bug.context_id, bug.kind, bug.question, bug.gold_answer)
+    return {**row, "sut_answer": bug.sut_answer, "judge_score": score, "sentence": bug.sentence}
 
 
 def _question_row(case: TestCase) -> dict[str, Any]:
+    row = _row("question", case.id, case.context_id, case.kind, case.question, case.answer)
+    return {**row, "sentence": case.sentence}
+
+
+def _row(
+    item: str, test_id: str, context_id: str, kind: AnswerKind, question: str, gold: str
+) -> dict[str, Any]:
+    """The columns a bug and a question share in the labelling sheet, in its column order."""
     return {
-        "item": "question",
-        "id": case.id,
-        "context_id": case.context_id,
-        "kind": case.kind.value,
-        "question": case.question,
-        "gold_answer": case.answer,
-        "sentence": case.sentence,
+        "item": item,
+        "id": test_id,
+        "context_id": context_id,
+        "kind": kind.value,
+        "question": question,
+        "gold_answer": gold,
     }
 
 

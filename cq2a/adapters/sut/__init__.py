@@ -6,6 +6,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cq2a.adapters.sut.base import QASystem, SUTError, SUTQuery
+from cq2a.adapters.sut.callable import CallableSUT
+from cq2a.adapters.sut.chat import ChatSUT, sut_chat_model
+from cq2a.adapters.sut.http import HTTPSUT
+from cq2a.adapters.sut.seq2seq import Seq2SeqSUT
 from cq2a.settings import SUTSpec
 
 if TYPE_CHECKING:
@@ -22,8 +26,6 @@ def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASyste
     be)."""
     api_key = spec.api_key.get_secret_value() if spec.api_key else None
     if spec.kind == "seq2seq":
-        from cq2a.adapters.sut.seq2seq import Seq2SeqSUT
-
         return Seq2SeqSUT(
             spec.model,
             batch_size=spec.batch_size,
@@ -31,16 +33,10 @@ def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASyste
             device=spec.device,
         )
     if spec.kind == "openai":
-        from cq2a.adapters.sut.chat import ChatSUT, sut_chat_model
-
         chat = (chat_factory or sut_chat_model)(spec)
         return ChatSUT(chat, name=spec.model, max_concurrency=spec.batch_size)
     if spec.kind == "callable":
-        from cq2a.adapters.sut.callable import CallableSUT
-
         return CallableSUT(spec.model)
     if spec.kind == "http":
-        from cq2a.adapters.sut.http import HTTPSUT
-
         return HTTPSUT(spec.model, batch_size=spec.batch_size, api_key=api_key)
     raise SUTError(f"unknown SUT kind {spec.kind!r}")

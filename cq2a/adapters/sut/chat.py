@@ -8,6 +8,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import HumanMessage
 
+from cq2a.adapters.llm.endpoint import resolve_endpoint
+from cq2a.adapters.llm.factory import chat_model
 from cq2a.adapters.llm.prompts import render_prompt
 from cq2a.adapters.sut.base import SUTError, SUTQuery, check_answers
 from cq2a.settings import LLMSpec, SUTSpec
@@ -67,8 +69,6 @@ def _text(reply: Any) -> str:
 def sut_chat_model(spec: SUTSpec, local_slots: int = 1) -> Any:
     """A chat model for an LLM-backed software under test (greedy, short answers); starts the
     local server for ``backend=local``, with ``local_slots`` slots."""
-    from cq2a.adapters.llm.endpoint import resolve_endpoint
-    from cq2a.adapters.llm.factory import chat_model
 
     llm_spec = LLMSpec(
         backend=spec.backend,

@@ -20,6 +20,8 @@ from cq2a.language.parsing.base import (
     Parser,
     ParserUnavailable,
 )
+from cq2a.language.parsing.spacy_backend import SpacyParser
+from cq2a.language.parsing.stanza_backend import StanzaParser
 from cq2a.models.records import Context
 from cq2a.settings import ParserBackend
 
@@ -37,12 +39,8 @@ __all__ = [
 def get_parser(backend: ParserBackend) -> Parser:
     """The parser for ``backend``, built on first use and reused afterwards."""
     if backend == "spacy":
-        from cq2a.language.parsing.spacy_backend import SpacyParser
-
         return SpacyParser()
     if backend == "stanza":
-        from cq2a.language.parsing.stanza_backend import StanzaParser
-
         return StanzaParser()
     raise ValueError(f"unknown parser backend {backend!r}; choose 'spacy' or 'stanza'")
 
