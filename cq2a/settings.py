@@ -210,6 +210,9 @@ class Settings(BaseSettings):
     breaker_window_s: float = Field(
         300.0, gt=0, description="Failures older than this no longer count towards a stop."
     )
+    breaker_cool_down_s: float = Field(
+        30.0, ge=0, description="Seconds an open breaker refuses calls before it tries one."
+    )
     malformed_retries: int = Field(1, ge=0, description="Re-asks when structured output fails.")
     max_tokens: int | None = Field(None, gt=0, description="Spending cap in total tokens.")
     max_cost: float | None = Field(None, gt=0, description="Spending cap in currency units.")

@@ -105,9 +105,11 @@ def _echo(request: ChatRequest, index: int) -> str:
     return f"echo {request.prompt_text[-2:]}"
 
 
-def _client(server: ScriptedLLMServer, run_key: str) -> ChatClient:
+def _client(server: ScriptedLLMServer, run_key: str, cool_down_s: float = 30.0) -> ChatClient:
     spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
-    settings = Settings(cache_path="off", llm_retries=0, breaker_failures=2)
+    settings = Settings(
+        cache_path="off", llm_retries=0, breaker_failures=2, breaker_cool_down_s=cool_down_s
+    )
     return ChatClient(spec, settings, endpoint=Endpoint(server.base_url, None), run_key=run_key)
 
 
@@ -119,11 +121,10 @@ def fresh_breakers():
 
 
 def test_after_an_outage_and_the_cool_down_a_call_succeeds_and_closes_the_breaker(
-    monkeypatch, fresh_breakers
+    fresh_breakers,
 ):
-    monkeypatch.setattr("cq2a.adapters.llm.breaker.COOL_DOWN_S", 0.3, raising=False)
     with ScriptedLLMServer(_echo) as server:
-        client = _client(server, run_key="run-1")
+        client = _client(server, run_key="run-1", cool_down_s=0.3)
         server.fail_next("500", times=2)  # the server is down
         with pytest.raises(LLMCallFailed):
             client.text("system", "u1")

@@ -41,6 +41,7 @@ RUNTIME_SETTINGS = (
     "llm_retries",
     "breaker_failures",
     "breaker_window_s",
+    "breaker_cool_down_s",
     "probe_judge",
     "preflight",
     "max_tokens",

@@ -21,9 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-COOL_DOWN_S = 30.0
-"""How long an open breaker refuses calls before it lets a trial through."""
-
 State = Literal["closed", "open", "half-open"]
 
 
@@ -40,7 +37,7 @@ class CircuitBreaker:
     """
 
     def __init__(
-        self, endpoint: str, threshold: int, window_s: float, cool_down_s: float = COOL_DOWN_S
+        self, endpoint: str, threshold: int, window_s: float, cool_down_s: float = 30.0
     ) -> None:
         self.endpoint = endpoint
         self.threshold = threshold
@@ -117,12 +114,14 @@ _BREAKERS: dict[tuple[str, str], CircuitBreaker] = {}
 _BREAKERS_LOCK = threading.Lock()
 
 
-def breaker_for(run_key: str, endpoint: str, threshold: int, window_s: float) -> CircuitBreaker:
+def breaker_for(
+    run_key: str, endpoint: str, threshold: int, window_s: float, cool_down_s: float
+) -> CircuitBreaker:
     """The breaker of one run's calls to one endpoint (every role of the run shares it)."""
     with _BREAKERS_LOCK:
         if (run_key, endpoint) not in _BREAKERS:
             _BREAKERS[run_key, endpoint] = CircuitBreaker(
-                endpoint, threshold, window_s, COOL_DOWN_S
+                endpoint, threshold, window_s, cool_down_s
             )
         return _BREAKERS[run_key, endpoint]
 

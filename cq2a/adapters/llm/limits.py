@@ -85,11 +85,18 @@ class RequestLimits:
         self._max_tokens = spec.max_tokens
         self._breaker_failures = settings.breaker_failures
         self._breaker_window_s = settings.breaker_window_s
+        self._breaker_cool_down_s = settings.breaker_cool_down_s
 
     def breaker(self) -> CircuitBreaker:
         """This run's breaker for the endpoint, looked up per call: a run that is released
         forgets it."""
-        return breaker_for(self.run_key, self.where, self._breaker_failures, self._breaker_window_s)
+        return breaker_for(
+            self.run_key,
+            self.where,
+            self._breaker_failures,
+            self._breaker_window_s,
+            self._breaker_cool_down_s,
+        )
 
     @contextmanager
     def hold(self, messages: list[Any], n: int) -> Iterator[None]:
