@@ -1,9 +1,11 @@
-"""Answer extraction (III-A): entities from the parse (III-A1) and relations from the LLM (III-A2,
-``cq2a.answers.relations``), capped per context (``cq2a.answers.plan.extract_answers``).
+"""Entity answers (III-A1): noun and verb phrases and words of a parsed context that pass the
+paper's rules, one function per rule, and their order within a context.
 
-Entities: noun/verb phrases and words of a parsed context become answers. Each filtering rule of
-III-A1 is one function below. Phrases come from the parser's NP/VP spans (Stanza constituency
-trees, or spaCy dependency subtrees); words are single nouns and verbs.
+Phrases come from the parser's NP/VP spans (Stanza constituency trees, or spaCy dependency
+subtrees); words are single nouns and verbs. III-C1's lexical validity is checked here, once, on
+the answer itself (``answer_is_lexically_valid``): an invalid answer never reaches generation.
+Relations (III-A2) are ``cq2a.answers.relations``; a context's pool and first slots are
+``cq2a.answers.plan``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Near-duplicate removal: of two questions for the same answer that say the same, the first is
-kept."""
+"""Near-duplicate removal, after the III-C1 checks: of two questions for the same answer that say
+the same, the first is kept."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Which answers of a context get question slots: first a mix of kinds, then, round by round,
-the answers that reach the sentences no accepted test covers yet and the kinds the accepted
-tests lack (coverage-steered generation).
+"""Coverage-steered rounds (beyond the paper): once a context's first slots (``cq2a.answers.plan``)
+have settled, round by round, the answers that reach the sentences no accepted test covers yet
+and the kinds the accepted tests lack get slots.
 
 A context's pool holds every target it could ask about, best first within each kind: the ranked
 entity answers (``cq2a.answers.asked``, up to ``answer_budget``), the relation triples, and the

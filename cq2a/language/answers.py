@@ -1,5 +1,6 @@
-"""Answer normalisation, alignment to the context, and the majority vote over re-asked
-answers (III-C2)."""
+"""Answer text: normalisation, alignment to the context, yes/no and abstentions, and whether an
+answer restates its question (on the parser's lemmas). The re-ask's vote (III-C2) and the oracle
+(III-D) read answers through these."""
 
 from __future__ import annotations
 
