@@ -247,7 +247,8 @@ def run_suite(
     counts = suite_counts(cases, verdicts)
     if status == "finished" and counts["unjudged"]:
         status = "incomplete"
-        message = f"{counts['unjudged']} verdicts are unjudged (the judge gave no verdict); {again}"
+        why = "the judge gave no verdict, or the SUT failed the query"
+        message = f"{counts['unjudged']} verdicts are unjudged ({why}); {again}"
     ResultFiles(out_dir).write_verdicts(cases, verdicts)
     diff = diff_verdicts(before, verdicts) if before is not None and verdicts else None
     finished = time.time()

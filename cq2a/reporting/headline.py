@@ -13,8 +13,8 @@ from cq2a.reporting.funnel import funnel_rows
 
 #: run.json ``counts`` a reader should be warned of, with what each count means.
 COUNT_WARNINGS = {
-    "unjudged": "verdicts unjudged (the judge gave no verdict: not counted as bugs or passes; "
-    "--retry-errors judges them)",
+    "unjudged": "verdicts unjudged (the judge gave no verdict, or the SUT failed the query: not "
+    "counted as bugs or passes; --retry-errors judges them)",
     "pending": "slots pending after failed LLM calls (--retry-errors)",
     "judge_low_confidence": "judge verdicts with split votes (some votes on each side of the "
     "threshold): low-confidence, worth a look",

@@ -62,7 +62,9 @@ def junit_xml(name: str, cases: list[TestCase], verdicts: list[Verdict], seconds
             failure.text = failure_text(case, verdict)
         elif verdict.stage == "unjudged":
             error = ET.SubElement(
-                element, "error", {"message": "the judge gave no verdict", "type": "unjudged"}
+                element,
+                "error",
+                {"message": verdict.judge_explanation or "unjudged", "type": "unjudged"},
             )
             error.text = failure_text(case, verdict)
     ET.indent(root)
