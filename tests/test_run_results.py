@@ -67,5 +67,8 @@ def test_a_stopped_run_counts_each_finished_contexts_spending_once(tmp_path):
     record = out.read_json(tmp_path / "run" / out.RUN)
     assert summary.status == "stopped" and "token cap reached" in summary.message
     assert 0 < record["counts"]["contexts_finished"] < 8
-    assert record["usage"]["requests"] == sent
-    assert record["usage"]["total_tokens"] == tokens
+    # each request is counted once at most (reading the checkpoint once counted finished
+    # contexts twice: 26 requests for 17 sent); a request still in flight when the cap stopped
+    # the run can reach the server without its reply being metered, never the other way round
+    assert sent - settings.concurrency <= record["usage"]["requests"] <= sent
+    assert record["usage"]["total_tokens"] <= tokens
