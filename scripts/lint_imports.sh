@@ -11,7 +11,12 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir "$WORK/src"
 tar -C "$SOURCE" --exclude=./.venv --exclude=./.git --exclude=./build --exclude='*.egg-info' \
   --exclude=__pycache__ --exclude=./runs -cf - . | tar -C "$WORK/src" -xf -
-"$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/wheel" "$WORK/src" >/dev/null
+if ! "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$WORK/wheel" "$WORK/src" \
+  >"$WORK/build.log" 2>&1; then
+  cat "$WORK/build.log" >&2
+  echo "building the wheel failed (log above)" >&2
+  exit 1
+fi
 "$PY" -m zipfile -e "$WORK"/wheel/*.whl "$WORK/tree"
 cd "$WORK/tree"
-PYTHONPATH="$WORK/tree" "$(dirname "$PY")/lint-imports" --config "$SOURCE/pyproject.toml"
+PYTHONPATH="$WORK/tree" "$(dirname "$PY")/lint-imports" --no-cache "$SOURCE/pyproject.toml"
