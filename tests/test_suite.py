@@ -12,6 +12,7 @@ import pytest
 from cq2a.app import outputs as out
 from cq2a.app.suite import SuiteError, load_suite
 from cq2a.cli import describe_sut, main
+from cq2a.language.embeddings import MINILM_THRESHOLD
 from cq2a.runtime.services import release_services
 from cq2a.settings import Settings
 from cq2a.testing.scripted_server import ScriptedLLMServer
@@ -76,6 +77,9 @@ def test_a_suite_reruns_against_a_second_sut_and_the_diff_names_exactly_what_cha
     assert ids(second / out.BUGS) == all_tests - first_bugs
     record = out.read_json(second / out.RUN)
     assert record["kind"] == "test" and record["status"] == "finished"
+    # the oracle threshold it applied, the embedding model's default resolved (none was set)
+    assert record["settings"]["oracle_threshold"] is None
+    assert record["thresholds"] == {"oracle": MINILM_THRESHOLD, "judge": 50}
     assert set(record["diff"]["fixed"]) == first_bugs
     assert set(record["diff"]["newly_failing"]) == all_tests - first_bugs
     assert record["diff"]["still_failing"] == [] and record["diff"]["not_in_previous"] == []

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from cq2a.adapters.llm.usage import Usage, tally_usage
 from cq2a.app import outputs as out
 from cq2a.app.outcome import outcome_of_work
-from cq2a.app.results import ResultFiles, suite_counts, usage_record
+from cq2a.app.results import ResultFiles, suite_counts, thresholds_applied, usage_record
 from cq2a.app.rundir import RunDirError, package_versions
 from cq2a.models.records import TestCase, Verdict
 from cq2a.runtime.services import release_services, services_for
@@ -268,6 +268,12 @@ def run_suite(
         },
         "versions": package_versions(),
         "settings": settings.public_dump(),
+        # a suite run applies the oracle's thresholds only (no consistency step)
+        "thresholds": {
+            stage: value
+            for stage, value in thresholds_applied(settings).items()
+            if stage != "consistency"
+        },
         "counts": counts,
         "diff": diff.model_dump() if diff else None,
         "usage": usage_record(usage),
