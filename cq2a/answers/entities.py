@@ -297,7 +297,7 @@ def numbered(answers: Iterable[Answer], context_id: str) -> list[Answer]:
     return [a.model_copy(update={"id": f"{context_id}:e{n}"}) for n, a in enumerate(answers)]
 
 
-# ---- one context (III-A) ----
+# ---- III-C1 lexical validity, checked once on the answer ----
 
 
 #: The name of the III-C1 lexical-validity check in a ``CheckResult``.

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from cq2a.adapters.llm.client import ChatClient
-from cq2a.answers import kinds as targets
 from cq2a.answers.asked import rank_asked_answers
 from cq2a.answers.entities import paper_answers, rank_paper_answers
+from cq2a.answers.kinds import multi_sentence_targets, unanswerable_targets, yes_no_targets
 from cq2a.answers.relations import RelationExtraction, extract_relations
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.models.mix import Mix, allocate
@@ -27,6 +27,12 @@ from cq2a.models.records import (
     Skip,
 )
 from cq2a.settings import AnswerSet
+
+#: Tokens a prompt needs besides the context (instructions, the answer, feedback) and the
+#: completion (the generator's cap), with a margin.
+PROMPT_RESERVE_TOKENS = 1600
+#: Characters per token, on the low side for English prose, so the window check errs long.
+WINDOW_CHARS_PER_TOKEN = 3.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,11 +119,11 @@ def target_pool(
     multi-sentence targets of the kinds in the mix (``cq2a.answers.kinds``)."""
     pool = [*entities, *relations]
     if "yesno" in mix:
-        pool += targets.yes_no_targets(parsed, context)
+        pool += yes_no_targets(parsed, context)
     if "unanswerable" in mix:
-        pool += targets.unanswerable_targets(parsed, context)
+        pool += unanswerable_targets(parsed, context)
     if "multi_sentence" in mix:
-        pool += targets.multi_sentence_targets(parsed, context, entities)
+        pool += multi_sentence_targets(parsed, context, entities)
     return pool
 
 
@@ -201,12 +207,3 @@ def too_long_for_window(context: Context, windows: Mapping[str, int | None]) -> 
                 "split the passage, or use a model with a larger window (context_window)",
             )
     return None
-
-
-#: Tokens a prompt needs besides the context (instructions, the answer, feedback) and the
-#: completion (the generator's cap), with a margin.
-PROMPT_RESERVE_TOKENS = 1600
-
-
-#: Characters per token, on the low side for English prose, so the estimate errs long.
-WINDOW_CHARS_PER_TOKEN = 3.5

@@ -26,7 +26,6 @@ CSV_TESTS = "test_cases.csv"
 SQUAD = "squad.json"
 UNIFIEDQA = "unifiedqa.tsv"
 LABELING_SHEET = "labeling_sheet.csv"
-ACCEPTED_PARTIAL = "accepted.jsonl"
 RecordT = TypeVar("RecordT", bound=BaseModel)
 SHEET_COLUMNS = [
     "item",
@@ -64,7 +63,7 @@ def load_run(run_dir: Path) -> RunData:
     (runs written before it existed: accepted ones from ``partial/``, rejected ones)."""
     run_file = run_dir / out.RUN
     every = _records(run_dir / out.CANDIDATES, Candidate)
-    accepted = _records(run_dir / out.PARTIAL / ACCEPTED_PARTIAL, Candidate)
+    accepted = _records(run_dir / out.PARTIAL / out.ACCEPTED, Candidate)
     rejected = _records(run_dir / out.REJECTED, Candidate)
     by_id = {c.id: c for c in [*accepted, *rejected, *every]}
     return RunData(
