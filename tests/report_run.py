@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cq2a.app import outputs as out
 from cq2a.coverage.diversity import suite_figures
+from cq2a.models.bugs import BugRecord
 from cq2a.models.records import (
     Answer,
     AnswerKind,
@@ -19,7 +20,6 @@ from cq2a.models.records import (
     TestCase,
     Verdict,
 )
-from cq2a.reporting.exports import BugRecord
 
 CONTEXT_A = (
     "The Normans gave their name to Normandy, a region in France. "

@@ -11,6 +11,7 @@ import pytest
 
 from cq2a.app import outputs as out
 from cq2a.language.embeddings import Embedder
+from cq2a.models.bugs import BugRecord
 from cq2a.models.records import (
     Answer,
     AnswerKind,
@@ -20,7 +21,6 @@ from cq2a.models.records import (
     TestCase,
     Verdict,
 )
-from cq2a.reporting.exports import BugRecord
 from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.script import marker

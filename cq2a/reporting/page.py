@@ -8,9 +8,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from cq2a.coverage.diversity import SuiteFigures
+from cq2a.models.bugs import BugRecord
 from cq2a.reporting.charts import Chart, charts
 from cq2a.reporting.contexts import SPAN_KINDS, Contexts, contexts
-from cq2a.reporting.exports import BugRecord, RunData
+from cq2a.reporting.exports import RunData
 from cq2a.reporting.funnel import STAGES, FunnelRow, Reasons, funnel_rows, reasons
 from cq2a.reporting.headline import Alert, Card, Header, alerts, cards, header
 
