@@ -22,8 +22,8 @@ ChatFactory = Callable[[SUTSpec], "BaseChatModel"]
 
 def build_sut(spec: SUTSpec, chat_factory: ChatFactory | None = None) -> QASystem:
     """The adapter ``spec.kind`` names. For ``openai``, ``chat_factory`` builds the chat model
-    (by default ``cq2a.runtime.services.sut_chat_model``, which starts the local server if need
-    be)."""
+    (by default ``cq2a.adapters.sut.chat.sut_chat_model``, which starts the local server if
+    need be)."""
     api_key = spec.api_key.get_secret_value() if spec.api_key else None
     if spec.kind == "seq2seq":
         return Seq2SeqSUT(

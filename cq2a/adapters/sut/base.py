@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from cq2a.models.records import UNANSWERABLE
-
-if TYPE_CHECKING:
-    from cq2a.settings import SUTSpec
+from cq2a.settings import SUTSpec
 
 
 class SUTQuery(BaseModel):
