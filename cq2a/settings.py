@@ -16,7 +16,10 @@ from cq2a.models.mix import format_mix, parse_mix
 
 LLMBackend = Literal["local", "openai", "compatible"]
 ParserBackend = Literal["spacy", "stanza"]
-SUTKind = Literal["seq2seq", "openai", "callable", "http"]
+SUTKind = Literal["seq2seq", "openai", "callable", "http", "rag"]
+#: What the software under test is given: the question and its passage (the paper's reading
+#: comprehension setting), or the question alone (a system that retrieves from its own index).
+SUTInput = Literal["question+context", "question"]
 #: ``paper``: the III-A1 phrases and words; ``asked``: those and the names, numbers, noun chunks,
 #: modifiers and clauses people ask about (``cq2a.answers.asked``).
 AnswerSet = Literal["asked", "paper"]
@@ -87,6 +90,14 @@ class SUTSpec(BaseModel):
     device: str | None = Field(None, description="torch device; None picks cuda when present.")
     timeout_s: float = Field(
         900.0, gt=0, description="Seconds per batch of questions before the SUT counts as hung."
+    )
+    input: SUTInput = Field(
+        "question+context",
+        description="question+context: the SUT reads the test's passage; question: it gets the "
+        "question alone and answers from its own index (a retrieval system).",
+    )
+    top_k: int = Field(
+        3, gt=0, description="For kind=rag: passages the retriever hands the reader."
     )
 
 

@@ -95,6 +95,12 @@ def add_run_options(
     sub.add_argument("--no-progress", action="store_true")
     _add_model_options(sub, "generator, re-asker and judge model")
     sub.add_argument("--sut", default=None, help="KIND:MODEL, e.g. seq2seq:allenai/unifiedqa-...")
+    sub.add_argument(
+        "--sut-input",
+        choices=["question+context", "question"],
+        default=None,
+        help="question: the SUT gets the question alone and answers from its own index",
+    )
     _add_answer_options(sub)
     sub.add_argument("--coverage-rounds", type=int, default=None)
     sub.add_argument("--consistency-threshold", type=float, default=None)
@@ -104,6 +110,12 @@ def add_run_options(
 def add_test_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--out", required=True, help="where verdicts, bugs and run.json go")
     sub.add_argument("--sut", default=None, help="KIND:MODEL, e.g. callable:mypkg.qa:answer")
+    sub.add_argument(
+        "--sut-input",
+        choices=["question+context", "question"],
+        default=None,
+        help="question: the SUT gets the question alone and answers from its own index",
+    )
     sub.add_argument(
         "--filter-failing", default=None, metavar="PREVIOUS", help="only PREVIOUS's bugs"
     )

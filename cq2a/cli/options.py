@@ -52,6 +52,8 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
         overrides["sut.kind"] = kind
         if model:
             overrides["sut.model"] = model
+    if getattr(args, "sut_input", None):
+        overrides["sut.input"] = args.sut_input
     return settings.with_overrides(**overrides) if overrides else settings
 
 
