@@ -9,11 +9,12 @@ graph's step: the checks over a context's waiting candidates, then near-duplicat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from cq2a.checks.dedup import mark_duplicates
+from cq2a.language.deixis import ENGLISH, DeixisLexicon
 from cq2a.language.embeddings import SimilarityMatrix
 from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_in, without_articles
 from cq2a.language.lexicon import (
@@ -24,8 +25,18 @@ from cq2a.language.lexicon import (
     words,
 )
 from cq2a.models.candidates import at_step, settle, with_attempt
-from cq2a.models.records import Answer, AnswerKind, Candidate, CheckResult, RejectReason
+from cq2a.models.records import (
+    Answer,
+    AnswerKind,
+    Candidate,
+    CheckResult,
+    RejectReason,
+    Sentence,
+    Token,
+)
 
+#: A question's parse: its sentences of UD tokens (``cq2a.language.parsing.question_parser``).
+QuestionParse = Callable[[str], Sequence[Sentence]]
 #: ``paper``: the answer itself (case, punctuation, articles and inflection aside) must not be in
 #: its question (III-C1). ``strict``: nor any noun of an answer phrase.
 LeakRule = Literal["paper", "strict"]
@@ -38,6 +49,7 @@ FORM = "question_form"
 GROUNDED = "grounded"
 BOTH_SENTENCES = "both_sentences"
 PREMISE = "stated_premise"
+SELF_CONTAINED = "self_contained"
 
 REASON_OF_CHECK = {
     COMPLETE: RejectReason.INCOMPLETE,
@@ -47,11 +59,20 @@ REASON_OF_CHECK = {
     GROUNDED: RejectReason.UNGROUNDED,
     BOTH_SENTENCES: RejectReason.SINGLE_SENTENCE,
     PREMISE: RejectReason.FALSE_PREMISE,
+    SELF_CONTAINED: RejectReason.NOT_SELF_CONTAINED,
 }
 #: Words a yes/no question opens with (an auxiliary or modal before its subject).
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
 #: Words that rank what a question asks about ("the first fief", "the only ruler").
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
+#: Dependents (UD relations, subtypes aside) that say which one a noun means.
+IDENTIFYING_DEPRELS = frozenset({"nmod", "acl", "appos", "nummod", "flat"})
+#: Relations of a clause's arguments, and of clauses that an expletive "it" stands for.
+ARGUMENT_DEPRELS = frozenset({"nsubj", "obj", "iobj", "obl", "nmod"})
+CLAUSAL_DEPRELS = frozenset({"ccomp", "xcomp", "csubj", "advcl"})
+CLAUSE_UPOS = frozenset({"VERB", "AUX"})
+#: Words that name something on their own: a question with one is anchored in the corpus.
+ANCHOR_UPOS = frozenset({"PROPN", "NUM"})
 
 
 def explanation_is_complete(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
@@ -223,6 +244,143 @@ def question_uses_both_sentences(
     )
 
 
+def _dependents(sentence: Sentence, head: Token) -> list[Token]:
+    return [token for token in sentence.tokens if token.head == head.index]
+
+
+def _has_digits(token: Token) -> bool:
+    return any(ch.isdigit() for ch in token.text)
+
+
+def _is_identified(sentence: Sentence, noun: Token) -> bool:
+    """Whether a noun phrase says which one it means beyond its determiner: a prepositional or
+    clausal modifier, an apposition, a number or a date, or a name ("that year of the war",
+    "this Norman ruler", "the 12th century")."""
+    if _has_digits(noun):
+        return True
+    for dependent in _dependents(sentence, noun):
+        if _has_digits(dependent):
+            return True
+        if dependent.deprel == "nmod:poss":
+            if dependent.upos != "PRON":
+                return True
+        elif dependent.deprel.split(":")[0] in IDENTIFYING_DEPRELS or dependent.upos == "PROPN":
+            return True
+        elif dependent.deprel == "amod" and dependent.index > 1 and dependent.text[:1].isupper():
+            return True  # an adjective made from a name ("the Frankish identity")
+    return False
+
+
+def _points_at_the_text(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
+    """ "the passage", "the author": a noun naming the text, asked about as it is and not as a
+    kind ("what document", "the author of Hamlet")."""
+    if token.upos != "NOUN" or token.lemma.lower() not in lexicon.text_nouns:
+        return False
+    asked = any(d.lemma.lower() in lexicon.interrogatives for d in _dependents(sentence, token))
+    return not asked and not _is_identified(sentence, token)
+
+
+def _demonstrative_without_referent(
+    sentence: Sentence, token: Token, lexicon: DeixisLexicon
+) -> bool:
+    """ "this reason", "that year", "what was that": a demonstrative determiner on a noun that
+    nothing else identifies, or a demonstrative pronoun as an argument (a relative "that" heads
+    no argument of its own clause's head noun, and is left alone)."""
+    if token.lemma.lower() not in lexicon.demonstratives:
+        return False
+    if token.upos == "DET" and token.deprel == "det" and token.head:
+        noun = sentence.tokens[token.head - 1]
+        return noun.upos == "NOUN" and not _is_identified(sentence, noun)
+    if token.upos == "PRON" and token.deprel.split(":")[0] in ARGUMENT_DEPRELS and token.head:
+        return sentence.tokens[token.head - 1].deprel != "acl:relcl"
+    return False
+
+
+def _is_expletive(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
+    """ "How long did it take to build ...", "What does it mean when ...": an "it" whose head
+    has a clause after it stands for that clause, not for a thing."""
+    if token.deprel == "expl":
+        return True
+    if not token.head or token.lemma.lower() not in lexicon.expletives:
+        return False
+    return any(
+        d.deprel.split(":")[0] in CLAUSAL_DEPRELS
+        and d.upos in CLAUSE_UPOS
+        and d.index > token.index
+        for d in _dependents(sentence, sentence.tokens[token.head - 1])
+    )
+
+
+def _pronoun_without_antecedent(
+    sentence: Sentence, token: Token, lexicon: DeixisLexicon, seen_noun: bool
+) -> bool:
+    """ "What did he do?": a third-person pronoun as an argument or possessor with no noun
+    before it in the question to refer to."""
+    if token.upos != "PRON" or token.lemma.lower() not in lexicon.anaphoric_pronouns:
+        return False
+    if token.deprel.split(":")[0] not in ARGUMENT_DEPRELS and token.deprel != "nmod:poss":
+        return False
+    return not seen_noun and not _is_expletive(sentence, token, lexicon)
+
+
+def _asks_for_subject(token: Token, lexicon: DeixisLexicon) -> bool:
+    """ "Who gave their name to ...": an interrogative subject binds the pronouns after it."""
+    return (
+        token.upos == "PRON"
+        and token.deprel.startswith("nsubj")
+        and token.lemma.lower() in lexicon.interrogatives
+    )
+
+
+def _unanchored_definite(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
+    """ "the school", "the main campus": a definite common noun that nothing identifies."""
+    if token.upos != "NOUN" or token.deprel.split(":")[0] not in ARGUMENT_DEPRELS:
+        return False
+    if token.deprel == "nmod:poss":
+        return False
+    articles = [d for d in _dependents(sentence, token) if d.deprel == "det"]
+    definite = any(d.lemma.lower() in lexicon.definite_articles for d in articles)
+    return definite and not _is_identified(sentence, token)
+
+
+def leaning_words(sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLISH) -> list[str]:
+    """What in a parsed question leans on its passage, each as "word (why)"."""
+    found: list[str] = []
+    seen_noun = False
+    named = any(t.upos in ANCHOR_UPOS or _has_digits(t) for s in sentences for t in s.tokens)
+    for sentence in sentences:
+        for token in sentence.tokens:
+            if _points_at_the_text(sentence, token, lexicon):
+                found.append(f"{token.text} (names the text)")
+            elif _demonstrative_without_referent(sentence, token, lexicon):
+                found.append(f"{token.text} (points into the passage)")
+            elif _pronoun_without_antecedent(sentence, token, lexicon, seen_noun):
+                found.append(f"{token.text} (no antecedent)")
+            elif not named and _unanchored_definite(sentence, token, lexicon):
+                found.append(f"the {token.text} (names nothing the corpus can tell apart)")
+            seen_noun = seen_noun or token.upos in NOUN_UPOS or _asks_for_subject(token, lexicon)
+    return found
+
+
+def question_stands_alone(
+    sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLISH
+) -> CheckResult:
+    """For a system that gets the question alone (``sut.input == "question"``): the question
+    names what it asks about, so that over a whole corpus only its own passage answers it. Read
+    off its parse (UD tags and lemmas, ``lexicon`` for the closed classes): it may not name
+    the text ("according to the passage"), point with a demonstrative at something nothing
+    else identifies ("for this reason"), use a third-person pronoun with no noun before it
+    ("What did he do?"), or, naming no proper noun or number, rest on a definite noun nothing
+    identifies ("When was the school founded?"). Not in the paper, whose SUT reads the
+    passage (III-C1's spirit: a question is judged as the SUT will see it)."""
+    leaning = leaning_words(sentences, lexicon)
+    if leaning:
+        return CheckResult(
+            name=SELF_CONTAINED, passed=False, detail=f"leans on its passage: {', '.join(leaning)}"
+        )
+    return CheckResult(name=SELF_CONTAINED, passed=True)
+
+
 def check_question(
     answer: Answer,
     question: str,
@@ -232,6 +390,7 @@ def check_question(
     min_chars: int,
     max_chars: int,
     leak_rule: LeakRule = "paper",
+    parse_question: QuestionParse | None = None,
 ) -> list[CheckResult]:
     """The III-C1 constraints on one candidate question. Lexical validity is a property of the
     answer alone, checked once at extraction (``answer_is_lexically_valid``).
@@ -240,7 +399,25 @@ def check_question(
     question must have its form and an explanation that quotes its sentence, an unanswerable
     one must be about its sentence's topic. A span question may not rank its answer ("first",
     "only") where its sentences do not. A multi-sentence question has the span checks and must
-    use its second sentence."""
+    use its second sentence. Given ``parse_question`` (a SUT that gets the question alone),
+    every question must also stand alone (``question_stands_alone``)."""
+    results = _question_checks(
+        answer, question, explanation, lemmatize, min_chars, max_chars, leak_rule
+    )
+    if parse_question is not None:
+        results.append(question_stands_alone(parse_question(question)))
+    return results
+
+
+def _question_checks(
+    answer: Answer,
+    question: str,
+    explanation: str,
+    lemmatize: Lemmatizer,
+    min_chars: int,
+    max_chars: int,
+    leak_rule: LeakRule,
+) -> list[CheckResult]:
     length = question_length_is_ok(question, min_chars, max_chars)
     kind = answer.kind.question_kind
     if kind == "yesno":
@@ -288,6 +465,7 @@ def apply_constraints(
     min_chars: int,
     max_chars: int,
     leak_rule: LeakRule,
+    parse_question: QuestionParse | None = None,
 ) -> Candidate:
     """Run the III-C1 checks on the current attempt and record any rejection reasons; a
     question that passes them all goes on to be re-asked."""
@@ -300,6 +478,7 @@ def apply_constraints(
         min_chars=min_chars,
         max_chars=max_chars,
         leak_rule=leak_rule,
+        parse_question=parse_question,
     )
     reasons = rejection_reasons(results)
     checked = with_attempt(candidate, checks=results, reasons=reasons)
@@ -329,9 +508,11 @@ def check_round(
     lemmatize: Lemmatizer,
     similarity_matrix: SimilarityMatrix,
     limits: CheckLimits,
+    parse_question: QuestionParse | None = None,
 ) -> list[Candidate]:
     """III-C1 over every candidate waiting for its checks, then near-duplicate removal; returns
-    every candidate of the context, settled."""
+    every candidate of the context, settled. ``parse_question`` is given when the SUT gets the
+    question alone: each question must then stand alone too."""
     checked = [
         apply_constraints(
             candidate,
@@ -339,6 +520,7 @@ def check_round(
             min_chars=limits.min_question_chars,
             max_chars=limits.max_question_chars,
             leak_rule=limits.leak_rule,
+            parse_question=parse_question,
         )
         for candidate in at_step(candidates, "check")
     ]

@@ -213,6 +213,11 @@ class RejectReason(StrEnum):
     UNGROUNDED = "ungrounded"
     SINGLE_SENTENCE = "single_sentence"
     FALSE_PREMISE = "false_premise"
+    #: The question leans on its passage; checked when the SUT gets the question alone.
+    NOT_SELF_CONTAINED = "not_self_contained"
+    #: Re-asked over the passages a corpus search finds for it, the question gets another
+    #: answer than its gold: it is not answered by its own passage only.
+    AMBIGUOUS_IN_CORPUS = "ambiguous_in_corpus"
     EVIDENCE_MISSING = "evidence_not_in_context"
     MALFORMED = "malformed_output"
     NO_QUESTION = "not_generated"

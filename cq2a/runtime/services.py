@@ -19,7 +19,7 @@ from cq2a.adapters.llm.roles import LLMRuntime, build_llm_runtime
 from cq2a.adapters.sut import build_sut
 from cq2a.adapters.sut.chat import sut_chat_model
 from cq2a.language.embeddings import default_threshold, load_embedder
-from cq2a.language.parsing import get_parser, lemmatizer
+from cq2a.language.parsing import get_parser, lemmatizer, question_parser
 from cq2a.settings import Settings, SUTSpec
 
 
@@ -45,6 +45,11 @@ class Services:
     @property
     def lemmatize(self) -> Any:
         return _shared_lemmatizer(self.settings.parser)
+
+    @property
+    def parse_question(self) -> Any:
+        """The parser over one question (``question_parser``), shared like the lemmatizer."""
+        return _shared_question_parser(self.settings.parser)
 
     @property
     def sut(self) -> Any:
@@ -75,6 +80,11 @@ class Services:
 def _shared_lemmatizer(backend: str) -> Any:
 
     return lemmatizer(get_parser(backend))  # type: ignore[arg-type]
+
+
+@cache
+def _shared_question_parser(backend: str) -> Any:
+    return question_parser(get_parser(backend))  # type: ignore[arg-type]
 
 
 @cache

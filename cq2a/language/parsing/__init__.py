@@ -22,7 +22,7 @@ from cq2a.language.parsing.base import (
 )
 from cq2a.language.parsing.spacy_backend import SpacyParser
 from cq2a.language.parsing.stanza_backend import StanzaParser
-from cq2a.models.records import Context
+from cq2a.models.records import Context, Sentence
 from cq2a.settings import ParserBackend
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "ParserUnavailable",
     "get_parser",
     "lemmatizer",
+    "question_parser",
     "parser_available",
 ]
 
@@ -89,3 +90,16 @@ def lemmatizer(parser: Parser) -> Callable[[str], tuple[tuple[str, str], ...]]:
         )
 
     return lemmatize
+
+
+def question_parser(parser: Parser) -> Callable[[str], tuple[Sentence, ...]]:
+    """The parser over one question: its sentences of UD tokens, for the checks that read a
+    question's structure (``question_stands_alone``). Memoised, as ``lemmatizer`` is."""
+
+    @lru_cache(maxsize=8192)
+    def parse_question(text: str) -> tuple[Sentence, ...]:
+        if not any(ch.isalnum() for ch in text):
+            return ()
+        return tuple(parser.parse(Context(id="question", context=text)).sentences)
+
+    return parse_question

@@ -1,0 +1,43 @@
+"""The words by which a question leans on the passage it was written from, as lemmas, per
+language: a question that says "the passage", "this reason" or "he" with nothing before it to
+point to cannot be answered by someone who holds only the question and a corpus. The check that
+reads them off a parse is ``cq2a.checks.rules.question_stands_alone``; another language supplies
+its own ``DeixisLexicon``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeixisLexicon:
+    """Closed classes of one language, as the parser's lower-cased lemmas."""
+
+    #: Nouns that name the text itself ("according to the passage", "the author").
+    text_nouns: frozenset[str]
+    #: Demonstratives ("this reason", "that year", "what was that").
+    demonstratives: frozenset[str]
+    #: Third-person personal pronouns, which need an antecedent ("he", "their").
+    anaphoric_pronouns: frozenset[str]
+    #: Pronouns that may stand for a clause that follows ("how long did it take to ...").
+    expletives: frozenset[str]
+    #: Definite articles: "the school" names one only where a passage says which.
+    definite_articles: frozenset[str]
+    #: Interrogatives: "what document" asks, it does not point; "who ... their" binds "their".
+    interrogatives: frozenset[str]
+
+
+ENGLISH = DeixisLexicon(
+    text_nouns=frozenset(
+        "passage text article paragraph author document story excerpt extract context "
+        "reading".split()
+    ),
+    demonstratives=frozenset("this that these those".split()),
+    anaphoric_pronouns=frozenset(
+        "he him his himself she her hers herself it its itself they them their theirs "
+        "themselves".split()
+    ),
+    expletives=frozenset({"it"}),
+    definite_articles=frozenset({"the"}),
+    interrogatives=frozenset({"who", "what", "which", "whose", "whatever", "whichever"}),
+)
