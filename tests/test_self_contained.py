@@ -87,3 +87,19 @@ def test_checked_only_given_a_question_parser():
     assert not rejection_reasons(default)
     alone = check_question(answer(), question, explanation, parse_question=PARSE, **limits)
     assert rejection_reasons(alone) == [RejectReason.NOT_SELF_CONTAINED]
+
+
+def test_generation_asks_for_standalone_questions_only_in_question_mode():
+    from cq2a.generation.questions import generation_messages
+    from cq2a.models.records import Context
+    from cq2a.runtime.steps import generation_limits
+    from cq2a.settings import Settings
+
+    context = Context(id="c", context="Harvard was founded in 1636.")
+    default, _ = generation_messages(answer(), context, 5, "")
+    alone, _ = generation_messages(answer(), context, 5, "", standalone=True)
+    assert alone.startswith(default) and "stand on its own" in alone
+    assert "stand on its own" not in default
+    assert not generation_limits(Settings()).standalone_questions
+    question_only = Settings().with_overrides(**{"sut.input": "question"})
+    assert generation_limits(question_only).standalone_questions

@@ -104,9 +104,18 @@ def blank_span(answer: Answer) -> str:
 
 
 def generation_messages(
-    answer: Answer, context: Context, count: int, feedback: str
+    answer: Answer, context: Context, count: int, feedback: str, standalone: bool = False
 ) -> tuple[str, str]:
-    """System and user messages; the context comes first so servers can reuse the prefix."""
+    """System and user messages; the context comes first so servers can reuse the prefix.
+    ``standalone``: the questions will be asked without their passage, and the system message
+    says so (``prompts/standalone_requirement.txt``)."""
+    system, user = _kind_messages(answer, context, count, feedback)
+    if standalone:
+        system = f"{system}\n\n{load_prompt('standalone_requirement')}"
+    return system, user
+
+
+def _kind_messages(answer: Answer, context: Context, count: int, feedback: str) -> tuple[str, str]:
     if answer.kind is AnswerKind.RELATION:
         assert answer.triple is not None
         return load_prompt("relation_questions.system"), render_prompt(
@@ -181,14 +190,19 @@ def _failure_detail(output: object) -> str:
 
 
 def generate_questions(
-    client: ChatClient, answer: Answer, context: Context, slots: list[Candidate], seed_offset: int
+    client: ChatClient,
+    answer: Answer,
+    context: Context,
+    slots: list[Candidate],
+    seed_offset: int,
+    standalone: bool = False,
 ) -> list[Candidate]:
     """One generation request for the slots of one answer (III-B).
 
     A failed call spends no attempt: the slots keep the error and are asked for again in the
     next round, or by ``--resume`` / ``--retry-errors``."""
     feedback = feedback_for(slots)
-    system, user = generation_messages(answer, context, len(slots), feedback)
+    system, user = generation_messages(answer, context, len(slots), feedback, standalone)
     try:
         outputs = client.structured(system, user, GeneratedQuestions, seed_offset=seed_offset)
     except LLMCallFailed as error:
@@ -218,6 +232,8 @@ class GenerationLimits:
     max_attempts: int
     #: Concurrent requests.
     concurrency: int
+    #: The questions will be asked without their passage (``sut.input == "question"``).
+    standalone_questions: bool = False
 
 
 def generation_round(
@@ -239,7 +255,12 @@ def generation_round(
     def ask(slots: list[Candidate]) -> list[Candidate]:
         first = slots[0]
         return generate_questions(
-            client, first.answer, context, slots, seed_offset=len(first.attempts)
+            client,
+            first.answer,
+            context,
+            slots,
+            seed_offset=len(first.attempts),
+            standalone=limits.standalone_questions,
         )
 
     filled = parallel_map(ask, list(by_answer.values()), limits.concurrency)
