@@ -1,0 +1,78 @@
+"""How well ``question_stands_alone`` (the check a SUT that gets the question alone needs)
+agrees with hand labels of human questions.
+
+``evals/data/self_contained_labels.jsonl`` holds SQuAD 2.0 dev questions (CC BY-SA 4.0, via
+the project's ``squad2_dev_sample.jsonl``), each labelled by hand as self-contained or not,
+with a short reason for the "not" ones: part ``tune`` (the first 80 questions of the
+1973_oil_crisis article, which the rule was developed on) and part ``report`` (the first 200
+of Harvard_University, for the figures). Prints, per part, the share of self-contained
+questions the check rejects (target at most 5%) and of the others it catches (target at least
+80%), and the questions it gets wrong.
+
+    python -m evals.self_contained [--part report|tune] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from cq2a.checks.rules import leaning_words
+from cq2a.language.parsing import get_parser, question_parser
+
+LABELS = Path(__file__).parent / "data" / "self_contained_labels.jsonl"
+
+
+def read_labels(part: str) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
+    return [row for row in rows if row["part"] == part]
+
+
+def measure(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The check's false rejections and catches on labelled questions."""
+    parse = question_parser(get_parser("spacy"))
+    wrong: list[dict[str, Any]] = []
+    alone = [row for row in rows if row["self_contained"]]
+    leaning = [row for row in rows if not row["self_contained"]]
+    rejected_alone = caught = 0
+    for row in rows:
+        found = leaning_words(parse(row["question"]))
+        if row["self_contained"] and found:
+            rejected_alone += 1
+            wrong.append({"question": row["question"], "label": "self-contained", "found": found})
+        elif not row["self_contained"] and found:
+            caught += 1
+        elif not row["self_contained"]:
+            wrong.append({"question": row["question"], "label": "not", "why": row["reason"]})
+    return {
+        "questions": len(rows),
+        "self_contained": len(alone),
+        "not_self_contained": len(leaning),
+        "false_rejection_rate": round(rejected_alone / max(len(alone), 1), 4),
+        "catch_rate": round(caught / max(len(leaning), 1), 4),
+        "wrong": wrong,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["report", "tune"], default="report")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = {"part": args.part, **measure(read_labels(args.part))}
+    for item in result["wrong"]:
+        print(f"  {item['label']:>14}: {item['question']}  {item.get('found') or item['why']}")
+    print(
+        f"part {args.part}: {result['questions']} questions "
+        f"({result['self_contained']} self-contained, {result['not_self_contained']} not)\n"
+        f"self-contained questions rejected: {result['false_rejection_rate']:.1%} (target <= 5%)\n"
+        f"not-self-contained questions caught: {result['catch_rate']:.1%} (target >= 80%)"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
