@@ -124,6 +124,13 @@ class Settings(BaseSettings):
     )
 
     votes: int = Field(5, ge=1, description="Re-asks per question for the majority vote (III-C2).")
+    corpus_top_k: int = Field(
+        3,
+        gt=0,
+        description="With sut.input=question: passages a search of the run's contexts finds "
+        "for a question, re-asked over together; a majority that is not the gold answer "
+        "rejects the question as ambiguous_in_corpus.",
+    )
     consistency_threshold: float | None = Field(
         None,
         ge=0.0,

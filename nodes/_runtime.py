@@ -1,12 +1,18 @@
 """What every node needs: the run's services, built from the settings LangGraph passes as the
 runtime context (``graph.invoke(..., context=settings)``); each step's limits come from
-``cq2a.runtime.steps``."""
+``cq2a.runtime.steps``; and the run's corpus, for a SUT that gets the question alone."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
 
+from cq2a.consistency.reask import CorpusSearch
+from cq2a.models.records import Context
 from cq2a.runtime.services import Services, services_for
 from cq2a.settings import Settings
 
@@ -19,3 +25,33 @@ def services(runtime: Runtime[Settings]) -> Services:
     except RuntimeError:
         run_key = "default"
     return services_for(settings, run_key)
+
+
+def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:
+    """With ``sut.input == "question"``, the search of the run's corpus that the re-ask runs
+    a question through (``corpus_top_k`` passages); else None.
+
+    The index lives on the run's services, not in the graph state: a BM25 index is not
+    serialisable, and copying every context into each context's branch would write the corpus
+    once per context into the checkpoint. The run's first node (``probe``) indexes the
+    run's ``contexts``. A resumed run (``cq2a run --resume``, or a server that restarted) does
+    not run ``probe`` again and starts with fresh services, so the index is rebuilt here, once,
+    from the ``contexts`` the run's root checkpoint holds: the same contexts the run began
+    with, whatever inputs the resuming command was given."""
+    run = services(runtime)
+    if run.settings.sut.input != "question":
+        return None
+    index = run.corpus if run.corpus is not None else run.index_corpus(checkpointed_contexts())
+    return partial(index.top, k=run.settings.corpus_top_k)
+
+
+def checkpointed_contexts() -> list[Context]:
+    """The contexts of this run, read from its thread's root checkpoint (none without one)."""
+    configurable: dict[str, Any] = get_config().get("configurable", {})
+    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    if saver is None:
+        return []
+    root = {"configurable": {"thread_id": configurable.get("thread_id"), "checkpoint_ns": ""}}
+    saved = saver.get_tuple(root)
+    values = saved.checkpoint.get("channel_values", {}) if saved else {}
+    return [Context.model_validate(c) for c in values.get("contexts", [])]

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 
 from cq2a.adapters.llm.usage import tally_usage
 from cq2a.graph.state import RunState
+from cq2a.models.records import Context
 from cq2a.nodes._runtime import services
 from cq2a.oracle.judge import probe_judge
 from cq2a.runtime.preflight import JudgeProbeFailed, run_preflight
@@ -22,6 +23,8 @@ from cq2a.settings import Settings
 
 def probe(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     run = services(runtime)
+    if run.settings.sut.input == "question":  # the corpus the re-ask searches (corpus_search)
+        run.index_corpus([Context.model_validate(c) for c in state.get("contexts", [])])
     if run.settings.preflight:
         run_preflight(run)
     if not run.settings.probe_judge:

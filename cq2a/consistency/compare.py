@@ -44,42 +44,88 @@ def one_item_of_a_list(gold: str, majority: str) -> bool:
     return False
 
 
-def agrees_with_gold(candidate: Candidate, votes: int, similarity: float, threshold: float) -> bool:
-    """III-C2 step 2's decision for one candidate, given its similarity (``exact_agreement``
-    for yes/no and unanswerable golds): at least ``threshold``; for a yes/no gold, by at least
-    ``YES_NO_AGREEMENT`` of the votes; never for a gold that is one item of the majority's
-    list."""
-    attempt = candidate.current
-    gold, majority = candidate.answer.text, attempt.majority_answer or ""
+def answer_agrees(
+    gold: str, majority: str, count: int, votes: int, similarity: float, threshold: float
+) -> bool:
+    """III-C2 step 2's decision for one majority answer of ``count`` of ``votes`` votes, given
+    its similarity to the gold (``exact_agreement`` for yes/no and unanswerable golds): at
+    least ``threshold``; for a yes/no gold, by at least ``YES_NO_AGREEMENT`` of the votes;
+    never for a gold that is one item of the majority's list."""
     if similarity < threshold or one_item_of_a_list(gold, majority):
         return False
     if normalize_yes_no(gold) is not None:
-        return attempt.majority_count >= YES_NO_AGREEMENT * votes
+        return count >= YES_NO_AGREEMENT * votes
     return True
+
+
+def agrees_with_gold(candidate: Candidate, votes: int, similarity: float, threshold: float) -> bool:
+    """``answer_agrees`` for the candidate's majority answer over its own passage."""
+    attempt = candidate.current
+    gold, majority = candidate.answer.text, attempt.majority_answer or ""
+    return answer_agrees(gold, majority, attempt.majority_count, votes, similarity, threshold)
+
+
+def similarities(
+    majorities: list[str], golds: list[str], similarity_pairs: SimilarityPairs
+) -> list[float]:
+    """Each majority answer's similarity to its gold: exact for yes/no and unanswerable golds
+    (``exact_agreement``), else the embeddings' (III-C2)."""
+    scores = similarity_pairs(majorities, golds) if majorities else []
+    rounded = []
+    for gold, majority, score in zip(golds, majorities, scores, strict=True):
+        exact = exact_agreement(gold, majority)
+        rounded.append(round(float(score if exact is None else exact), 4))
+    return rounded
+
+
+def corpus_agrees(candidate: Candidate, similarity: float, threshold: float) -> bool:
+    """The majority over the passages a corpus search found (``reask_over_corpus``) is the gold
+    answer, decided as the own-passage majority is."""
+    attempt = candidate.current
+    votes = len(attempt.corpus_votes) or 1
+    gold, majority = candidate.answer.text, attempt.corpus_answer or ""
+    return answer_agrees(gold, majority, attempt.corpus_count, votes, similarity, threshold)
 
 
 def compare_with_gold(
     candidates: Sequence[Candidate], similarity_pairs: SimilarityPairs, threshold: float
 ) -> list[Candidate]:
     """III-C2 step 2: the majority answer must be at least ``threshold`` similar to the gold
-    (exactly the same for yes/no and unanswerable golds, ``exact_agreement``).
+    (exactly the same for yes/no and unanswerable golds, ``exact_agreement``). A candidate
+    re-asked over the corpus too must also get its gold there, or it is rejected as
+    ``ambiguous_in_corpus``: another passage answers it otherwise.
 
-    The similarity is recorded either way; ``settle`` then accepts the candidate, or sends it
-    back to generation."""
+    The similarities are recorded either way; ``settle`` then accepts the candidate, or sends
+    it back to generation."""
     if not candidates:
         return []
     gold = [c.answer.text for c in candidates]
-    majority = [c.current.majority_answer or "" for c in candidates]
-    scores = similarity_pairs(majority, gold)
+    scores = similarities(
+        [c.current.majority_answer or "" for c in candidates], gold, similarity_pairs
+    )
+    searched = [c for c in candidates if c.current.corpus_answer is not None]
+    corpus_scores = dict(
+        zip(
+            [c.id for c in searched],
+            similarities(
+                [c.current.corpus_answer or "" for c in searched],
+                [c.answer.text for c in searched],
+                similarity_pairs,
+            ),
+            strict=True,
+        )
+    )
     compared = []
     for candidate, score in zip(candidates, scores, strict=True):
-        exact = exact_agreement(candidate.answer.text, candidate.current.majority_answer or "")
-        score = round(float(score if exact is None else exact), 4)
         votes = len(candidate.current.votes) or 1
-        if agrees_with_gold(candidate, votes, score, threshold):
-            compared.append(with_attempt(candidate, similarity=score))
+        corpus_score = corpus_scores.get(candidate.id)
+        recorded = {"similarity": score, "corpus_similarity": corpus_score}
+        if not agrees_with_gold(candidate, votes, score, threshold):
+            compared.append(reject(candidate, RejectReason.INCONSISTENT, **recorded))
+        elif corpus_score is not None and not corpus_agrees(candidate, corpus_score, threshold):
+            compared.append(reject(candidate, RejectReason.AMBIGUOUS_IN_CORPUS, **recorded))
         else:
-            compared.append(reject(candidate, RejectReason.INCONSISTENT, similarity=score))
+            compared.append(with_attempt(candidate, **recorded))
     return compared
 
 

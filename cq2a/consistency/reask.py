@@ -1,10 +1,11 @@
 """Re-asking (III-C2 step 1): the LLM answers a generated question several times in context,
-and the majority answer is kept. ``reask_round`` is the graph's step: every candidate waiting
-for it, re-asked in parallel."""
+and the majority answer is kept; for a SUT that gets the question alone, also over the passages
+a search of the whole corpus finds for it. ``reask_round`` is the graph's step: every candidate
+waiting for it, re-asked in parallel."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
@@ -18,8 +19,13 @@ from cq2a.language.answers import (
     strip_restated_question,
 )
 from cq2a.language.lemmas import Lemmatizer
+from cq2a.language.retrieval import Hit
 from cq2a.models.candidates import at_step, with_attempt
 from cq2a.models.records import Answer, AnswerKind, Candidate, Context
+
+#: The passages of the run's contexts a question finds, best first (``PassageIndex.top`` with
+#: the run's ``corpus_top_k``).
+CorpusSearch = Callable[[str], Sequence[Hit]]
 
 
 def reask_prompt(answer: Answer) -> str:
@@ -35,6 +41,35 @@ def reask_prompt(answer: Answer) -> str:
     return "reask.system"
 
 
+def ask_over(
+    client: ChatClient,
+    candidate: Candidate,
+    passage: str,
+    votes: int,
+    seed_offset: int,
+    lemmatize: Lemmatizer,
+) -> tuple[list[str], list[str]]:
+    """The re-asker's ``votes`` answers to the candidate's question over ``passage`` (Table
+    II), raw and each as the span of the passage it stands for."""
+    question = candidate.current.question
+    user = render_prompt("reask.user", context=passage, question=question)
+    texts = client.text(
+        load_prompt(reask_prompt(candidate.answer)), user, n=votes, seed_offset=seed_offset
+    )
+    # Each vote as the span of the context it stands for, so the votes and the gold compare as
+    # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
+    # sentence that restates the question is cut to the words it adds (compared as lemmas).
+    spans = [
+        canonical_abstention(
+            align_to_context(
+                strip_restated_question(normalize_answer(text), question, lemmatize), passage
+            )
+        )
+        for text in texts
+    ]
+    return texts, spans
+
+
 def reask(
     client: ChatClient,
     context: Context,
@@ -42,41 +77,61 @@ def reask(
     votes: int,
     seed_offset: int,
     lemmatize: Lemmatizer,
+    search: CorpusSearch | None = None,
 ) -> Candidate:
     """Ask the LLM the question ``votes`` times (Table II) and keep the majority answer; the
-    candidate then goes on to be compared with its gold answer.
+    candidate then goes on to be compared with its gold answer. Given ``search`` (a SUT that
+    gets the question alone), the question is also re-asked over the passages the corpus
+    search finds for it (``reask_over_corpus``).
 
     A failed call leaves the candidate waiting to be re-asked (next round, or a resume), with
     the error recorded."""
-    user = render_prompt("reask.user", context=context.context, question=candidate.current.question)
     try:
-        texts = client.text(
-            load_prompt(reask_prompt(candidate.answer)), user, n=votes, seed_offset=seed_offset
+        texts, answers = ask_over(client, candidate, context.context, votes, seed_offset, lemmatize)
+        winner, count = majority_vote(answers)
+        voted = with_attempt(
+            candidate,
+            raw_votes=texts,
+            votes=answers,
+            majority_answer=winner,
+            majority_count=count,
         )
+        if search is not None:
+            voted = reask_over_corpus(client, context, voted, votes, seed_offset, lemmatize, search)
     except LLMCallFailed as error:
         return candidate.model_copy(update={"error": str(error)})
-    # Each vote as the span of the context it stands for, so the votes and the gold compare as
-    # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
-    # sentence that restates the question is cut to the words it adds (compared as lemmas).
-    question = candidate.current.question
-    answers = [
-        canonical_abstention(
-            align_to_context(
-                strip_restated_question(normalize_answer(text), question, lemmatize),
-                context.context,
-            )
-        )
-        for text in texts
-    ]
-    winner, count = majority_vote(answers)
-    voted = with_attempt(
-        candidate,
-        raw_votes=texts,
-        votes=answers,
-        majority_answer=winner,
-        majority_count=count,
-    )
     return voted.model_copy(update={"error": None, "next_step": "compare"})
+
+
+def reask_over_corpus(
+    client: ChatClient,
+    context: Context,
+    candidate: Candidate,
+    votes: int,
+    seed_offset: int,
+    lemmatize: Lemmatizer,
+    search: CorpusSearch,
+) -> Candidate:
+    """III-C2 over the corpus, for a SUT that gets the question alone: the question is re-asked
+    over the passages ``search`` finds for it in the run's contexts, joined as one context, as
+    a retrieval system would read them; the majority answer and the passages are recorded, and
+    compared with the gold answer as the own-passage majority is (``compare_with_gold``).
+
+    When the search finds only the question's own passage (or nothing), no other passage could
+    answer it otherwise, and nothing is asked."""
+    hits = search(candidate.current.question)
+    if all(hit.id == context.id for hit in hits):
+        return candidate
+    passage = "\n\n".join(hit.text for hit in hits)
+    _, answers = ask_over(client, candidate, passage, votes, seed_offset, lemmatize)
+    winner, count = majority_vote(answers)
+    return with_attempt(
+        candidate,
+        corpus_passages=[hit.id for hit in hits],
+        corpus_votes=answers,
+        corpus_answer=winner,
+        corpus_count=count,
+    )
 
 
 def reask_round(
@@ -86,10 +141,13 @@ def reask_round(
     votes: int,
     concurrency: int,
     lemmatize: Lemmatizer,
+    search: CorpusSearch | None = None,
 ) -> list[Candidate]:
-    """Re-ask every candidate waiting for it, up to ``concurrency`` at once; returns them."""
+    """Re-ask every candidate waiting for it, up to ``concurrency`` at once; returns them.
+    ``search``: re-ask each over the corpus too (``reask_over_corpus``)."""
 
     def ask(candidate: Candidate) -> Candidate:
-        return reask(client, context, candidate, votes, len(candidate.attempts), lemmatize)
+        seed = len(candidate.attempts)
+        return reask(client, context, candidate, votes, seed, lemmatize, search)
 
     return parallel_map(ask, at_step(candidates, "reask"), concurrency)

@@ -72,6 +72,12 @@ def feedback_for(slots: list[Candidate]) -> str:
             notes.append(
                 f'it was answered with "{attempt.majority_answer}", not "{slot.answer.text}"'
             )
+        if RejectReason.AMBIGUOUS_IN_CORPUS in attempt.reasons and attempt.corpus_answer:
+            # another passage answers it: the next question must name what sets its own apart
+            notes.append(
+                f'over the whole corpus it was answered with "{attempt.corpus_answer}" '
+                f"(from {', '.join(attempt.corpus_passages)}): name what sets this passage apart"
+            )
         details = "; ".join(notes)
         reasons = ", ".join(reason.value for reason in attempt.reasons)
         question = attempt.question or "(no question was produced)"

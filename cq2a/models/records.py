@@ -241,6 +241,17 @@ class Attempt(BaseModel):
     similarity: float | None = None
     reasons: list[RejectReason] = Field(default_factory=list)
     feedback: str | None = Field(None, description="Feedback this attempt was generated with.")
+    corpus_passages: list[str] = Field(
+        default_factory=list,
+        description="With a SUT that gets the question alone: the ids of the passages a search "
+        "of the run's contexts found for the question, re-asked over together.",
+    )
+    corpus_votes: list[str] = Field(
+        default_factory=list, description="The re-asker's answers over those passages, as spans."
+    )
+    corpus_answer: str | None = Field(None, description="Their majority answer.")
+    corpus_count: int = 0
+    corpus_similarity: float | None = None
 
     @property
     def rejected(self) -> bool:

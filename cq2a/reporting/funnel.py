@@ -53,12 +53,17 @@ def passed_checks(attempt: Attempt) -> bool:
     return bool(attempt.checks) and all(check.passed for check in attempt.checks)
 
 
+#: Rejections of the re-ask and comparison (III-C2), over the own passage and the corpus.
+CONSISTENCY_REASONS = frozenset({RejectReason.INCONSISTENT, RejectReason.AMBIGUOUS_IN_CORPUS})
+
+
 def passed_consistency(attempt: Attempt) -> bool:
-    """The re-asked majority answer matched the target (III-C2)."""
+    """The re-asked majority answer matched the target (III-C2), over its own passage and, for
+    a SUT that gets the question alone, over the corpus."""
     return (
         passed_checks(attempt)
         and attempt.similarity is not None
-        and RejectReason.INCONSISTENT not in attempt.reasons
+        and not CONSISTENCY_REASONS.intersection(attempt.reasons)
     )
 
 

@@ -9,6 +9,7 @@ server loads each once however many threads it serves. ``release_services`` ends
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -20,6 +21,8 @@ from cq2a.adapters.sut import build_sut
 from cq2a.adapters.sut.chat import sut_chat_model
 from cq2a.language.embeddings import default_threshold, load_embedder
 from cq2a.language.parsing import get_parser, lemmatizer, question_parser
+from cq2a.language.retrieval import PassageIndex
+from cq2a.models.records import Context
 from cq2a.settings import Settings, SUTSpec
 
 
@@ -27,6 +30,14 @@ from cq2a.settings import Settings, SUTSpec
 class Services:
     settings: Settings
     run_key: str = "default"
+    #: The run's contexts as one searchable corpus (``index_corpus``), for the re-ask over the
+    #: corpus when the SUT gets the question alone.
+    corpus: PassageIndex | None = None
+
+    def index_corpus(self, contexts: Sequence[Context]) -> PassageIndex:
+        """Index the run's contexts as its corpus, and keep the index for the run's nodes."""
+        self.corpus = PassageIndex([(context.id, context.context) for context in contexts])
+        return self.corpus
 
     @cached_property
     def llm(self) -> LLMRuntime:
