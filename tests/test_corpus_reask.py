@@ -140,3 +140,17 @@ def test_the_funnel_counts_an_ambiguous_question_as_failing_consistency():
     ambiguous = Attempt(**checked, checks=checks, reasons=[RejectReason.AMBIGUOUS_IN_CORPUS])
     assert passed_consistency(Attempt(**checked, checks=checks))
     assert not passed_consistency(ambiguous)
+
+
+def test_question_mode_rejects_a_question_that_leans_on_its_passage(scripted_llm):
+    def leaning(answer: str, has_feedback: bool) -> list[dict[str, str]]:
+        return [explained("What did they found in that colony?", answer)]
+
+    PipelineScript(questions=leaning, votes=lambda q: ["unused"]).install(scripted_llm.rules)
+    settings = settings_for(scripted_llm, questions_per_entity=1, max_attempts=1, sut=QUESTION_SUT)
+    result = build_graph().invoke({"contexts": [HARVARD]}, context=settings)
+    (candidate,) = result["candidates"]
+    assert candidate.current.reasons == [RejectReason.NOT_SELF_CONTAINED]
+    detail = candidate.current.checks[-1].detail
+    assert "they (no antecedent)" in detail and "that (points into the passage)" in detail
+    assert reask_contexts(scripted_llm) == []
