@@ -194,3 +194,15 @@ def test_the_rules_without_an_llm_reject_few_human_questions():
     assert ranking["questions"] == rejected["paper"]["questions"]
     assert 0 < len(ranking["examples"]) <= ranking["ranking_words"] < 20
     assert ranking["rejected"] < 0.02
+
+
+def test_the_self_contained_labels_split_as_documented_and_are_measured():
+    from evals.self_contained import measure, read_labels
+
+    report, tune = read_labels("report"), read_labels("tune")
+    assert (len(report), len(tune)) == (200, 80)
+    assert all(row["context_id"].startswith("squad2-") for row in report + tune)
+    assert all(row.get("reason") for row in report + tune if not row["self_contained"])
+    sample = [row for row in tune if "this" in row["question"].split()]
+    result = measure(sample)
+    assert result["not_self_contained"] == len(sample) and result["catch_rate"] == 1.0
