@@ -99,6 +99,11 @@ class SUTSpec(BaseModel):
     top_k: int = Field(
         3, gt=0, description="For kind=rag: passages the retriever hands the reader."
     )
+    corpus: str | None = Field(
+        None,
+        description="For kind=rag: a JSONL file of passages ({'id','context'} per line) the "
+        "retriever indexes beside the run's own (the RAG demo: the whole shipped sample).",
+    )
 
 
 class Settings(BaseSettings):
