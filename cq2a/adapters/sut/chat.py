@@ -51,9 +51,7 @@ class ChatSUT:
         finally:
             self._pools.discard(pool)
             pool.shutdown(wait=False, cancel_futures=True)
-        texts = [text for text in outcomes if not isinstance(text, SUTError)]
-        answered = iter(text.strip() for text in texts)
-        return [text if isinstance(text, SUTError) else next(answered) for text in outcomes]
+        return [text if isinstance(text, SUTError) else text.strip() for text in outcomes]
 
     def cancel(self) -> None:
         """Send no more of the queries in hand; those in flight end by the model's own
