@@ -76,13 +76,15 @@ class LLMSpec(BaseModel):
 class SUTSpec(BaseModel):
     """The software under test."""
 
-    kind: SUTKind = Field("openai", description="seq2seq | openai | callable | http")
+    kind: SUTKind = Field("openai", description="seq2seq | openai | callable | http | rag")
     model: str = Field(
         DEFAULT_LOCAL_SUT_MODEL,
         description="HF model id/path (seq2seq), chat model (openai), 'module:function' "
-        "(callable) or URL (http).",
+        "(callable), URL (http) or 'bm25[:READER]' (rag).",
     )
-    backend: LLMBackend = Field("local", description="For kind=openai: where the chat model runs.")
+    backend: LLMBackend = Field(
+        "local", description="For kind=openai and rag: where the chat model runs."
+    )
     base_url: str | None = None
     api_key: SecretStr | None = None
     batch_size: int = Field(16, gt=0)
@@ -98,6 +100,11 @@ class SUTSpec(BaseModel):
     )
     top_k: int = Field(
         3, gt=0, description="For kind=rag: passages the retriever hands the reader."
+    )
+    corpus: str | None = Field(
+        None,
+        description="For kind=rag: a JSONL file of passages ({'id','context'} per line) the "
+        "retriever indexes beside the run's own (the RAG demo: the whole shipped sample).",
     )
 
 

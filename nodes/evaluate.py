@@ -24,7 +24,8 @@ def evaluate(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     cases = test_cases_of(state.get("candidates", []), passages)
     emit("stage_started", stage="evaluate", counts={"test_cases": len(cases)})
     with stage("evaluate") as report:
-        verdicts = evaluate_with(run, cases)
+        corpus = [(passage.id, passage.context) for passage in passages.values()]
+        verdicts = evaluate_with(run, cases, corpus)
         report.counts = {
             "test_cases": len(cases),
             "judged": sum(v.stage == "judge" for v in verdicts),

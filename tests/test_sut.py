@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
 from cq2a.adapters.sut import SUTError, SUTQuery, build_sut  # noqa: E402
-from cq2a.adapters.sut.base import QASystem, answer_within  # noqa: E402
+from cq2a.adapters.sut.base import QASystem, SUTAnswer, answer_within  # noqa: E402
 from cq2a.adapters.sut.callable import CallableSUT, takes_batch  # noqa: E402
 from cq2a.adapters.sut.chat import ChatSUT  # noqa: E402
 from cq2a.adapters.sut.http import HTTPSUT  # noqa: E402
@@ -362,3 +362,138 @@ def test_a_timed_out_chat_sut_sends_no_more_requests_and_leaves_no_thread() -> N
         sent = len(server.requests)
     assert sent == 2  # the four queries still queued were never sent
     assert not [t for t in threading.enumerate() if t.name == "sut-call" and t.is_alive()]
+
+
+# ---- the question alone (sut.input = "question"), and replies naming retrieved passages ----
+
+
+def question_only(n: int) -> list[SUTQuery]:
+    return [SUTQuery(question=q.question) for q in queries(n)]
+
+
+def test_seq2seq_reads_the_question_alone(tokenizer: Any) -> None:
+    assert unifiedqa_input(" Where is Normandy? ", None) == "where is normandy?"
+    sut = Seq2SeqSUT("echo", model=EchoModel(), tokenizer=tokenizer, device="cpu", batch_size=2)
+    answers = sut.answer(question_only(3))
+    assert answers == [
+        tokenizer.decode(tokenizer(q.lower())["input_ids"], skip_special_tokens=True).strip()
+        for q in QUESTIONS[:3]
+    ]
+    assert not any("\\n" in str(answer) for answer in answers)
+
+
+def test_chat_sut_asks_the_question_alone_with_its_own_prompt() -> None:
+    from cq2a.testing.scripted_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(lambda request, index: "Normandy") as server:
+        sut = _scripted_chat_sut(server, max_concurrency=2)
+        assert sut.answer(question_only(2)) == ["Normandy", "Normandy"]
+        prompts = [str(r.body["messages"][-1]["content"]) for r in server.requests]
+    assert len(prompts) == 2 and all("Context:" not in p for p in prompts)
+    assert any(QUESTIONS[1] in p for p in prompts)
+    assert all(p.startswith("Answer the question from what you know.") for p in prompts)
+
+
+def test_callable_sut_in_question_mode_and_with_retrieved_passages() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def per_query_seen(question: str, context: str | None) -> dict[str, Any]:
+        seen.append((question, context))
+        return {"answer": " Rollo ", "contexts": ["Rollo led them."]}
+
+    answers = CallableSUT(per_query_seen).answer(question_only(2))
+    assert seen == [(QUESTIONS[0], None), (QUESTIONS[1], None)]
+    assert answers == [SUTAnswer(answer="Rollo", contexts=["Rollo led them."])] * 2
+
+    def batch(items: list[SUTQuery]) -> list[Any]:
+        assert all(item.context is None for item in items)
+        return ["plain", {"answer": None, "contexts": []}, {"answer": "no passages"}]
+
+    assert CallableSUT(batch).answer(question_only(3)) == [
+        "plain",
+        SUTAnswer(answer="unanswerable", contexts=[]),
+        "no passages",
+    ]
+    with pytest.raises(SUTError, match="non-string contexts"):
+        CallableSUT(lambda items: [{"answer": "a", "contexts": [1]}]).answer(question_only(1))
+
+
+def rag_server(mode: str) -> tuple[ThreadingHTTPServer, Recorder]:
+    """A retrieval system over HTTP: it names the passage it read with every second answer."""
+    recorder = Recorder()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            recorder.bodies.append(body)
+            if "items" in body:
+                if mode == "single":
+                    return self.reply(404, {})
+                answers: list[Any] = [
+                    {"answer": "Rollo", "contexts": [CONTEXTS[1]]} if n % 2 else "Normandy"
+                    for n in range(len(body["items"]))
+                ]
+                return self.reply(200, {"answers": answers})
+            self.reply(200, {"answer": "Rollo", "contexts": [CONTEXTS[1]], "score": 0.9})
+
+        def reply(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, recorder
+
+
+@pytest.mark.parametrize("mode", ["batch", "single"])
+def test_http_sut_sends_the_question_alone_and_reads_retrieved_passages(mode: str) -> None:
+    server, recorder = rag_server(mode)
+    try:
+        sut = HTTPSUT(f"http://127.0.0.1:{server.server_address[1]}/", batch_size=2)
+        answers = sut.answer(question_only(3))
+    finally:
+        server.shutdown()
+        server.server_close()
+    retrieved = SUTAnswer(answer="Rollo", contexts=[CONTEXTS[1]])
+    if mode == "batch":
+        assert answers == ["Normandy", retrieved, "Normandy"]
+        assert [item for body in recorder.bodies for item in body["items"]] == [
+            {"question": q} for q in QUESTIONS[:3]
+        ]
+    else:
+        assert answers == [retrieved] * 3
+        assert sorted(recorder.bodies[1:], key=str) == sorted(
+            ({"question": q} for q in QUESTIONS[:3]), key=str
+        )
+
+
+def test_the_bm25_rag_sut_reads_the_passages_it_retrieved_and_names_them() -> None:
+    from cq2a.adapters.sut.rag import RetrievalSUT
+    from cq2a.testing.scripted_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(lambda request, index: " Rollo ") as server:
+        spec = SUTSpec(
+            kind="rag", model="bm25:m", backend="compatible", base_url=server.base_url, top_k=1
+        )
+        sut = build_sut(spec)
+        assert isinstance(sut, RetrievalSUT) and sut.name == "rag:bm25:m"
+        sut.index([(f"c{n}", text) for n, text in enumerate(CONTEXTS)])
+        answers = sut.answer([SUTQuery(question=QUESTIONS[1]), SUTQuery(question="zebra?")])
+        prompts = [str(r.body["messages"][-1]["content"]) for r in server.requests]
+        models = {r.body["model"] for r in server.requests}
+    assert answers == [
+        SUTAnswer(answer="Rollo", contexts=[CONTEXTS[1]]),
+        SUTAnswer(answer="Rollo", contexts=[]),  # nothing shares a term with it
+    ]
+    assert models == {"m"}
+    assert any(f"[1] {CONTEXTS[1]}" in p and QUESTIONS[1] in p for p in prompts)
+    assert any("(none)" in p for p in prompts)
+    with pytest.raises(SUTError, match="unknown retriever"):
+        build_sut(SUTSpec(kind="rag", model="dense"))

@@ -43,6 +43,8 @@ def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, An
         "bugs": sum(v.bug for v in verdicts),
         "bugs_by_kind": dict(Counter(v.kind.value for v in verdicts if v.bug)),
         "bugs_by_question_kind": dict(Counter(v.kind.question_kind for v in verdicts if v.bug)),
+        # only for a SUT that retrieves its own passages (cq2a.oracle.attribution)
+        "bugs_by_cause": dict(Counter(v.cause for v in verdicts if v.bug and v.cause)),
     }
 
 

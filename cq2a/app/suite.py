@@ -13,16 +13,16 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from cq2a.adapters.llm.usage import Usage, tally_usage
 from cq2a.app import outputs as out
 from cq2a.app.outcome import outcome_of_work
 from cq2a.app.results import ResultFiles, suite_counts, thresholds_applied, usage_record
 from cq2a.app.rundir import RunDirError, package_versions
-from cq2a.models.records import TestCase, Verdict
+from cq2a.models.records import BugCause, TestCase, Verdict
 from cq2a.runtime.services import release_services, services_for
 from cq2a.runtime.steps import evaluate_with
 from cq2a.settings import Settings
@@ -143,16 +143,26 @@ class VerdictDiff(BaseModel):
     still_failing: list[str]
     newly_failing: list[str]
     not_in_previous: list[str]
+    #: The cause of each bug this run found, where the SUT named its passages (attribution).
+    causes: dict[str, BugCause] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
-        return {name: len(ids) for name, ids in self.model_dump().items()}
+        return {name: len(getattr(self, name)) for name in DIFF_LISTS}
+
+    def by_cause(self, name: Literal["still_failing", "newly_failing"]) -> dict[str, int]:
+        """How many of the still or newly failing tests have each cause."""
+        return dict(Counter(self.causes[i] for i in getattr(self, name) if i in self.causes))
+
+
+#: The lists a ``VerdictDiff`` sorts the tests into.
+DIFF_LISTS = ("fixed", "still_failing", "newly_failing", "not_in_previous")
 
 
 def diff_verdicts(before: dict[str, Verdict], after: list[Verdict]) -> VerdictDiff:
     """Fixed (a bug before, none now), still failing, newly failing (regressions), and tests
     the earlier run did not have. An unjudged verdict is neither a bug nor a pass: it is left
     out of fixed and newly failing."""
-    diff: dict[str, list[str]] = {name: [] for name in VerdictDiff.model_fields}
+    diff: dict[str, list[str]] = {name: [] for name in DIFF_LISTS}
     for verdict in after:
         old = before.get(verdict.test_id)
         if old is None:
@@ -163,7 +173,8 @@ def diff_verdicts(before: dict[str, Verdict], after: list[Verdict]) -> VerdictDi
             diff["fixed"].append(verdict.test_id)
         elif verdict.bug and old.stage != "unjudged":
             diff["newly_failing"].append(verdict.test_id)
-    return VerdictDiff(**diff)
+    causes = {v.test_id: v.cause for v in after if v.bug and v.cause is not None}
+    return VerdictDiff(**diff, causes=causes)
 
 
 class SuiteSummary(BaseModel):

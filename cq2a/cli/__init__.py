@@ -18,7 +18,7 @@ from cq2a.cli.commands import (
     command_suite,
     command_test,
 )
-from cq2a.cli.options import demo_input, demo_settings, describe_sut, settings_from_args
+from cq2a.cli.options import DEMO_OUT, demo_input, demo_settings, describe_sut, settings_from_args
 
 __all__ = ["build_parser", "demo_input", "describe_sut", "main", "settings_from_args"]
 
@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return command_run(args, Path(args.input))
     if args.command == "demo":
-        return command_run(args, demo_input(), demo_settings())
+        if args.rag and args.out == DEMO_OUT:
+            args.out = f"{DEMO_OUT}-rag"  # a run directory holds one run's settings
+        return command_run(args, demo_input(), demo_settings(rag=args.rag))
     commands = {
         "test": command_test,
         "suite": command_suite,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from cq2a.cli.options import DEMO_OUT
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -16,7 +18,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_options(run)
 
     demo = commands.add_parser("demo", help="a small run on the shipped SQuAD sample, offline")
-    add_run_options(demo, default_out="runs/demo", default_limit=2)
+    add_run_options(demo, default_out=DEMO_OUT, default_limit=2)
+    demo.add_argument(
+        "--rag",
+        action="store_true",
+        help="test a retrieval SUT: rag:bm25 over the whole sample, asked the question alone "
+        "(out: runs/demo-rag)",
+    )
 
     test = commands.add_parser(
         "test", help="re-run a saved suite against the SUT, generating nothing (for CI)"

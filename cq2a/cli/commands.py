@@ -8,7 +8,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cq2a.adapters.llm.catalog import ensure_model
 from cq2a.adapters.llm.local_server import serve_forever
@@ -54,6 +54,7 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Settings | Non
         f"{counts['bugs']} bugs, {summary.usage.total_tokens} tokens, "
         f"{summary.seconds:.0f}s -> {summary.run_dir}"
     )
+    print_causes(counts)
     return finish(args, summary, summary.run_dir, f"cq2a run {input_path}")
 
 
@@ -99,6 +100,7 @@ def command_test(args: argparse.Namespace) -> int:
         f"{counts['unjudged']} unjudged, {summary.usage.total_tokens} tokens, "
         f"{summary.seconds:.0f}s -> {summary.out_dir}"
     )
+    print_causes(counts)
     if summary.diff is not None:
         diff = summary.diff
         print(
@@ -106,9 +108,24 @@ def command_test(args: argparse.Namespace) -> int:
             f"{len(diff.still_failing)} still failing, {len(diff.newly_failing)} newly failing, "
             f"{len(diff.not_in_previous)} not in it"
         )
+        for name in ("still_failing", "newly_failing"):
+            if by_cause := diff.by_cause(name):
+                print(f"  {name.replace('_', ' ')} by cause: {cause_counts(by_cause)}")
         for test_id in diff.newly_failing:
-            print(f"  newly failing: {test_id}")
+            cause = f" ({diff.causes[test_id]})" if test_id in diff.causes else ""
+            print(f"  newly failing: {test_id}{cause}")
     return finish(args, summary, summary.out_dir, f"cq2a test {args.suite}")
+
+
+def cause_counts(by_cause: dict[str, int]) -> str:
+    causes = sorted(by_cause.items())
+    return ", ".join(f"{count} {cause.replace('_', ' ')}" for cause, count in causes)
+
+
+def print_causes(counts: dict[str, Any]) -> None:
+    """The bugs by cause, for a SUT that retrieves its own passages."""
+    if by_cause := counts.get("bugs_by_cause"):
+        print(f"bugs by cause: {cause_counts(by_cause)}")
 
 
 def exit_code_for_bugs(bugs: int, cases: int, args: argparse.Namespace) -> int:

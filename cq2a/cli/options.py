@@ -10,6 +10,7 @@ from typing import Any
 from cq2a.settings import DEFAULT_LOCAL_SUT_MODEL, Settings
 
 DEMO_DATA = "squad2_dev_sample.jsonl"
+DEMO_OUT = "runs/demo"
 
 
 def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
@@ -62,6 +63,10 @@ def describe_sut(settings: Settings) -> str:
     as its bugs say more about a 135M model than about QA software."""
     sut = settings.sut
     where = f" ({sut.backend} server)" if sut.kind == "openai" else ""
+    if sut.kind == "rag":
+        where = f" (top {sut.top_k} passages to a {sut.backend} reader; the question alone)"
+    elif sut.input == "question":
+        where += " (the question alone)"
     line = f"software under test: {sut.kind}:{sut.model}{where}"
     if sut.kind == "openai" and sut.backend == "local" and sut.model == DEFAULT_LOCAL_SUT_MODEL:
         line += (
@@ -80,11 +85,25 @@ def demo_input() -> Path:
     return path
 
 
-def demo_settings() -> Settings:
+def demo_settings(rag: bool = False) -> Settings:
     """The demo keeps the paper's method but asks one question per answer (two per relation),
     so it finishes in minutes on two CPU cores (``cq2a run`` keeps Table I's 5 and 10). Eight
     answers with one question each spread the tests over more answers and every question kind,
-    at about the cost of five with two each (evals/README.md#the-demo)."""
-    return Settings().with_overrides(
-        answers_per_context=8, questions_per_entity=1, questions_per_relation=2
-    )
+    at about the cost of five with two each (evals/README.md#the-demo).
+
+    ``rag``: the SUT is ``rag:bm25``, asked the question alone, retrieving from the whole
+    shipped sample (the tests come from its first contexts only), so a bug can be a retrieval
+    miss as well as a reader error."""
+    overrides: dict[str, Any] = {
+        "answers_per_context": 8,
+        "questions_per_entity": 1,
+        "questions_per_relation": 2,
+    }
+    if rag:
+        overrides |= {
+            "sut.kind": "rag",
+            "sut.model": "bm25",
+            "sut.input": "question",
+            "sut.corpus": str(demo_input()),
+        }
+    return Settings().with_overrides(**overrides)

@@ -342,6 +342,11 @@ class TestCase(BaseModel):
     )
 
 
+#: Why a retrieval system got a test wrong: its retriever missed the evidence, its reader read
+#: the evidence and still answered wrong, or it named no passages to tell.
+BugCause = Literal["retrieval_miss", "reader_error", "unknown"]
+
+
 class JudgeVerdict(BaseModel):
     """Stage 2 of the oracle: the LLM judge's 0-100 score with its reasoning (Table II)."""
 
@@ -374,6 +379,16 @@ class Verdict(BaseModel):
     kind: AnswerKind
     sut_input_truncated: bool = Field(
         False, description="The SUT's input was cut to fit its window: it never saw all of it."
+    )
+    retrieved_contexts: list[str] | None = Field(
+        None,
+        description="The passages the SUT retrieved (each cut); None: it named none.",
+    )
+    evidence_retrieved: bool | None = Field(
+        None, description="Whether the test's evidence was among them (cq2a.oracle.attribution)."
+    )
+    cause: BugCause | None = Field(
+        None, description="A bug's cause when the SUT retrieves its own passages; else None."
     )
 
 

@@ -1,4 +1,6 @@
 """JUnit XML for CI: one testcase per test, a failure per bug, an error per unjudged verdict.
+A bug of a SUT that retrieves its own passages carries its cause as a ``cause`` property and
+in the failure's text.
 
 The layout is the common one CI servers read (``testsuites > testsuite > testcase`` with
 ``failure`` / ``error`` children and the ``tests``/``failures``/``errors`` counts).
@@ -12,6 +14,13 @@ from pathlib import Path
 from cq2a.app import outputs as out
 from cq2a.app.suite import load_suite, previous_verdicts
 from cq2a.models.records import TestCase, Verdict
+
+#: A bug's cause, as the CI log says it.
+CAUSE_TEXT = {
+    "retrieval_miss": "retrieval miss (the evidence was not among the passages it retrieved)",
+    "reader_error": "reader error (it retrieved the evidence and still answered wrong)",
+    "unknown": "unknown (the SUT named no passages)",
+}
 
 
 def failure_text(case: TestCase, verdict: Verdict) -> str:
@@ -28,6 +37,8 @@ def failure_text(case: TestCase, verdict: Verdict) -> str:
         lines.append(f"judge: {verdict.judge_score}/100 {verdict.judge_explanation or ''}".rstrip())
     if verdict.sut_input_truncated:
         lines.append("the SUT's input was cut to fit its window")
+    if verdict.cause is not None:
+        lines.append(f"cause: {CAUSE_TEXT[verdict.cause]}")
     lines.append(f"evidence: {case.sentence}")
     return "\n".join(lines)
 
@@ -57,6 +68,9 @@ def junit_xml(name: str, cases: list[TestCase], verdicts: list[Verdict], seconds
         if verdict is None:
             ET.SubElement(element, "skipped", {"message": "not run: the run stopped first"})
         elif verdict.bug:
+            if verdict.cause is not None:
+                properties = ET.SubElement(element, "properties")
+                ET.SubElement(properties, "property", {"name": "cause", "value": verdict.cause})
             message = f"expected {verdict.gold_answer!r}, the SUT answered {verdict.sut_answer!r}"
             failure = ET.SubElement(element, "failure", {"message": message, "type": verdict.stage})
             failure.text = failure_text(case, verdict)

@@ -1,14 +1,17 @@
 """Everything ``report.html`` shows, as values: ``build_page`` turns a loaded run directory into
-a ``Page`` that the templates only lay out. Also the bugs table's rows and the suite figures."""
+a ``Page`` that the templates only lay out. Also the bugs table's rows, the bugs by cause and
+the suite figures."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from cq2a.coverage.diversity import SuiteFigures
 from cq2a.models.bugs import BugRecord
+from cq2a.models.records import BugCause
 from cq2a.reporting.charts import Chart, charts
 from cq2a.reporting.contexts import SPAN_KINDS, Contexts, contexts
 from cq2a.reporting.exports import RunData
@@ -24,6 +27,38 @@ class BugRow(BaseModel):
     search: str
 
 
+class CauseBar(BaseModel):
+    """One segment of the bugs-by-cause bar: a cause, its bugs, and where it lies in the bar
+    (SVG user units, ``CAUSE_BAR_WIDTH`` wide)."""
+
+    cause: BugCause
+    label: str
+    count: int
+    x: float
+    width: float
+
+
+CAUSE_BAR_WIDTH = 600
+CAUSE_LABELS: dict[BugCause, str] = {
+    "retrieval_miss": "retrieval misses",
+    "reader_error": "reader errors",
+    "unknown": "unknown (no passages named)",
+}
+
+
+def cause_bars(bugs: list[BugRecord]) -> list[CauseBar]:
+    """The bugs of a SUT that retrieves its own passages, by cause; none for one that reads
+    the test's passage (its bugs have no cause)."""
+    counts = Counter(bug.cause for bug in bugs if bug.cause is not None)
+    total, bars, x = sum(counts.values()), [], 0.0
+    for cause, label in CAUSE_LABELS.items():
+        if counts[cause]:
+            width = CAUSE_BAR_WIDTH * counts[cause] / total
+            bars.append(CauseBar(cause=cause, label=label, count=counts[cause], x=x, width=width))
+            x += width
+    return bars
+
+
 class Page(BaseModel):
     title: str
     header: Header
@@ -35,6 +70,8 @@ class Page(BaseModel):
     charts: list[Chart]
     bugs: list[BugRow]
     bug_kinds: list[str]
+    bug_causes: list[CauseBar]
+    cause_bar_width: int = CAUSE_BAR_WIDTH
     suite: SuiteFigures | None
     contexts: Contexts
     span_kinds: list[str]
@@ -42,6 +79,7 @@ class Page(BaseModel):
 
 def bug_row(bug: BugRecord) -> BugRow:
     searched = [bug.question, bug.gold_answer, bug.sut_answer, bug.judge_explanation or ""]
+    searched += [bug.cause] if bug.cause else []
     return BugRow(
         bug=bug,
         score="–" if bug.judge_score is None else str(bug.judge_score),
@@ -74,6 +112,7 @@ def build_page(data: RunData, labels: dict[str, Any] | None, name: str) -> Page:
         charts=charts(data),
         bugs=[bug_row(bug) for bug in data.bugs],
         bug_kinds=sorted({bug.kind.value for bug in data.bugs}),
+        bug_causes=cause_bars(data.bugs),
         suite=suite(data.run),
         contexts=contexts(data),
         span_kinds=SPAN_KINDS,

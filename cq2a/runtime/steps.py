@@ -54,10 +54,14 @@ def oracle_limits(run: Services) -> OracleLimits:
     return limits_from(OracleLimits, run.settings, oracle_threshold=run.oracle_threshold)
 
 
-def evaluate_with(run: Services, cases: list[TestCase]) -> list[Verdict]:
+def evaluate_with(
+    run: Services, cases: list[TestCase], corpus: list[tuple[str, str]] | None = None
+) -> list[Verdict]:
     """III-D (``evaluate_cases``) with the run's SUT, judge, embedder, lemmatizer and limits;
-    with no cases it builds none of them (a SUT may load a model)."""
+    with no cases it builds none of them (a SUT may load a model). ``corpus``: the run's
+    passages, for a SUT that retrieves its own."""
     if not cases:
         return []
     sut_spec, judge, pairs = run.settings.sut, run.llm.judge, run.embedder.similarity_pairs
-    return evaluate_cases(cases, run.sut, sut_spec, judge, pairs, run.lemmatize, oracle_limits(run))
+    limits = oracle_limits(run)
+    return evaluate_cases(cases, run.sut, sut_spec, judge, pairs, run.lemmatize, limits, corpus)

@@ -58,7 +58,8 @@ class PipelineScript:
         rules.on(marker("reask_yesno.system"), self._reask)
         rules.on(marker("judge.system"), self._judge)
         if self.sut is not None:
-            rules.on(marker("sut_answer"), self._sut)
+            for prompt in ("sut_answer", "sut_answer_question", "sut_rag_answer"):
+                rules.on(marker(prompt), self._sut)
         return rules
 
     def _generate(self, request: ChatRequest, index: int) -> dict[str, Any]:

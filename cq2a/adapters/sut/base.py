@@ -13,10 +13,25 @@ from cq2a.settings import SUTSpec
 
 
 class SUTQuery(BaseModel):
-    """One question about one context, as the software under test receives it."""
+    """One question, with its context unless the SUT is asked the question alone
+    (``sut.input = "question"``: it answers from its own index)."""
 
     question: str
-    context: str
+    context: str | None = None
+
+
+class SUTAnswer(BaseModel):
+    """An answer with the passages the system retrieved to give it, best first: what tells a
+    retrieval miss from a reader error."""
+
+    answer: str
+    contexts: list[str]
+
+
+def asks_question_only(spec: SUTSpec) -> bool:
+    """Whether the SUT gets the question alone: ``sut.input`` says so, or the SUT retrieves its
+    own passages (kind ``rag``)."""
+    return spec.input == "question" or spec.kind == "rag"
 
 
 class SUTError(RuntimeError):
@@ -27,24 +42,49 @@ class SUTError(RuntimeError):
 class QASystem(Protocol):
     """A question-answering system: one answer per query, in query order. An answer is a
     string, or None to abstain: the context does not answer the question (UnifiedQA's
-    "<No Answer>", "unanswerable" and "" abstain too). An adapter that asks query by query puts
-    a ``SUTError`` in place of the answer of a query that alone failed."""
+    "<No Answer>", "unanswerable" and "" abstain too), or a ``SUTAnswer`` that names the
+    passages it retrieved. An adapter that asks query by query puts a ``SUTError`` in place of
+    the answer of a query that alone failed.
+
+    A system that retrieves from its own index may also have ``index(passages)``: the run hands
+    it its passages, as ``(id, text)`` pairs, before the first question."""
 
     name: str
 
-    def answer(self, items: list[SUTQuery]) -> Sequence[str | SUTError]: ...
+    def answer(self, items: list[SUTQuery]) -> Sequence[str | SUTAnswer | SUTError]: ...
 
 
-def check_answers(name: str, answers: object, expected: int) -> list[str]:
-    """Validate that a SUT returned one answer per query; the answers are kept as given (only
-    surrounding white space goes; None, an abstention, becomes ``UNANSWERABLE``): the oracle
-    decides how to compare them."""
+def check_answer(name: str, answer: object) -> str | SUTAnswer:
+    """One answer as a SUT gave it: a string, None (an abstention, ``UNANSWERABLE``), or an
+    object ``{"answer", "contexts"}`` (a dict or a ``SUTAnswer``) naming the passages it
+    retrieved; an object without ``contexts`` is its answer alone. Surrounding white space
+    goes."""
+    if isinstance(answer, SUTAnswer):
+        return answer.model_copy(update={"answer": answer.answer.strip()})
+    if isinstance(answer, dict) and "answer" in answer:
+        text = check_answer(name, answer["answer"])
+        contexts = answer.get("contexts")
+        if contexts is None:
+            return text
+        if isinstance(text, SUTAnswer) or not isinstance(contexts, list | tuple):
+            raise SUTError(f"{name} returned a malformed answer: {answer!r:.200}")
+        if not all(isinstance(passage, str) for passage in contexts):
+            raise SUTError(f"{name} returned non-string contexts: {contexts!r:.200}")
+        return SUTAnswer(answer=text, contexts=list(contexts))
+    if answer is None:
+        return UNANSWERABLE
+    if not isinstance(answer, str):
+        raise SUTError(f"{name} returned a non-string answer: {answer!r:.200}")
+    return answer.strip()
+
+
+def check_answers(name: str, answers: object, expected: int) -> list[str | SUTAnswer]:
+    """Validate that a SUT returned one answer per query (each as ``check_answer`` takes it);
+    the answers are kept as given: the oracle decides how to compare them."""
     if not isinstance(answers, list | tuple) or len(answers) != expected:
         count = len(answers) if isinstance(answers, list | tuple) else type(answers).__name__
         raise SUTError(f"{name} returned {count} answers for {expected} questions")
-    if not all(answer is None or isinstance(answer, str) for answer in answers):
-        raise SUTError(f"{name} returned a non-string answer: {answers!r:.200}")
-    return [UNANSWERABLE if answer is None else answer.strip() for answer in answers]
+    return [check_answer(name, answer) for answer in answers]
 
 
 def truncated_inputs(sut: QASystem, items: list[SUTQuery]) -> list[bool] | None:
@@ -53,7 +93,9 @@ def truncated_inputs(sut: QASystem, items: list[SUTQuery]) -> list[bool] | None:
     return None if truncated is None else truncated(items)
 
 
-def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[str | SUTError]:
+def answer_within(
+    sut: QASystem, items: list[SUTQuery], spec: SUTSpec
+) -> list[str | SUTAnswer | SUTError]:
     """``sut.answer(items)``: per query its answer, or the ``SUTError`` that stood in for it.
     Raises ``SUTError`` when every query failed (the SUT is down), or once it has taken
     ``spec.timeout_s`` per batch.
@@ -62,7 +104,7 @@ def answer_within(sut: QASystem, items: list[SUTQuery], spec: SUTSpec) -> list[s
     exiting after the run has saved its work. On a timeout a SUT that can (``cancel``) sends no
     more of its queries, so the thread ends once the requests in flight do."""
     limit = spec.timeout_s * -(-len(items) // spec.batch_size)
-    answers: list[Sequence[str | SUTError]] = []
+    answers: list[Sequence[str | SUTAnswer | SUTError]] = []
     failure: list[BaseException] = []
 
     def call() -> None:

@@ -1,14 +1,21 @@
 """A Python function as the software under test: per query ``(question, context) -> str`` or a
-batch function ``(list[SUTQuery]) -> list[str]``, given directly or as ``"module:function"``."""
+batch function ``(list[SUTQuery]) -> list[str]``, given directly or as ``"module:function"``.
+
+With ``sut.input = "question"`` a per-query function is still called with two arguments, the
+context ``None`` (``f(question, None)``), and a batch function gets ``SUTQuery`` items whose
+``context`` is None. A retrieval system may return, in place of an answer string, a dict
+``{"answer": ..., "contexts": [passage, ...]}`` (or a ``SUTAnswer``) naming what it
+retrieved; a function with ``index(passages)`` as an attribute is handed the run's passages
+first (see ``QASystem``)."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from cq2a.adapters.sut.base import SUTError, SUTQuery, check_answers
+from cq2a.adapters.sut.base import SUTAnswer, SUTError, SUTQuery, check_answers
 
 
 def import_callable(target: str) -> Callable[..., Any]:
@@ -53,7 +60,13 @@ class CallableSUT:
         label = function if isinstance(function, str) else getattr(target, "__name__", "function")
         self.name = name or f"callable:{label}"
 
-    def answer(self, items: list[SUTQuery]) -> list[str]:
+    def index(self, passages: Sequence[tuple[str, str]]) -> None:
+        """Hand the run's passages to a function that retrieves (one with ``index``)."""
+        index = getattr(self._function, "index", None)
+        if callable(index):
+            index(passages)
+
+    def answer(self, items: list[SUTQuery]) -> list[str | SUTAnswer]:
         if not items:
             return []
         try:

@@ -11,12 +11,20 @@ from langchain_core.messages import HumanMessage
 from cq2a.adapters.llm.endpoint import resolve_endpoint
 from cq2a.adapters.llm.factory import chat_model
 from cq2a.adapters.llm.prompts import render_prompt
-from cq2a.adapters.sut.base import SUTError, SUTQuery, check_answers
+from cq2a.adapters.sut.base import SUTError, SUTQuery
 from cq2a.settings import LLMSpec, SUTSpec
 
 
+def query_prompt(item: SUTQuery) -> LanguageModelInput:
+    """The ``sut_answer`` prompt for a question with its context; ``sut_answer_question`` for
+    one asked alone (``sut.input = "question"``: the model answers from what it knows)."""
+    if item.context is None:
+        return [HumanMessage(render_prompt("sut_answer_question", question=item.question))]
+    return [HumanMessage(render_prompt("sut_answer", context=item.context, question=item.question))]
+
+
 class ChatSUT:
-    """Asks a chat model each question with the ``sut_answer`` prompt, requests in parallel.
+    """Asks a chat model each question with ``query_prompt``, requests in parallel.
 
     A query whose request fails (the client's own retries spent) gets a ``SUTError`` in place of
     its answer; the others are still answered. ``cancel`` drops the queries not sent yet."""
@@ -28,12 +36,12 @@ class ChatSUT:
         self._pools: set[ThreadPoolExecutor] = set()
 
     def answer(self, items: list[SUTQuery]) -> list[str | SUTError]:
-        if not items:
+        return self.answer_prompts([query_prompt(item) for item in items])
+
+    def answer_prompts(self, prompts: list[LanguageModelInput]) -> list[str | SUTError]:
+        """The model's answer to each prompt (a ``SUTError`` where its request failed)."""
+        if not prompts:
             return []
-        prompts: list[LanguageModelInput] = [
-            [HumanMessage(render_prompt("sut_answer", context=i.context, question=i.question))]
-            for i in items
-        ]
         # A pool of our own, not ``batch``: ``cancel`` can then drop the queries not yet sent.
         pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="chat-sut")
         self._pools.add(pool)
@@ -43,9 +51,7 @@ class ChatSUT:
         finally:
             self._pools.discard(pool)
             pool.shutdown(wait=False, cancel_futures=True)
-        texts = [text for text in outcomes if not isinstance(text, SUTError)]
-        answered = iter(check_answers(self.name, texts, len(texts)))
-        return [text if isinstance(text, SUTError) else next(answered) for text in outcomes]
+        return [text if isinstance(text, SUTError) else text.strip() for text in outcomes]
 
     def cancel(self) -> None:
         """Send no more of the queries in hand; those in flight end by the model's own

@@ -3,6 +3,11 @@
 Per query: POST ``{"question", "context"}`` and read ``{"answer"}``. In batches: POST
 ``{"items": [{"question", "context"}, ...]}`` and read ``{"answers": [...]}``. ``mode="auto"``
 tries a batch first and falls back to per-query requests when the server does not take one.
+
+With ``sut.input = "question"`` the queries carry no ``context`` (``{"question"}``): the
+system answers from its own index. A retrieval system may say what it retrieved: a reply
+``{"answer", "contexts": [passage, ...]}``, and in a batch each answer a string or such an
+object; the passages then tell a retrieval miss from a reader error.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import urllib.request
 from typing import Any, Literal
 
 from cq2a.adapters.fanout import parallel_map
-from cq2a.adapters.sut.base import SUTError, SUTQuery, check_answers
+from cq2a.adapters.sut.base import SUTAnswer, SUTError, SUTQuery, check_answers
 
 HTTPMode = Literal["auto", "batch", "single"]
 _BATCH_REFUSED = {400, 404, 405, 415, 422, 501}
@@ -46,7 +51,7 @@ class HTTPSUT:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
 
-    def answer(self, items: list[SUTQuery]) -> list[str]:
+    def answer(self, items: list[SUTQuery]) -> list[str | SUTAnswer]:
         if not items:
             return []
         if self.mode != "single":
@@ -59,22 +64,24 @@ class HTTPSUT:
         answers = parallel_map(self._answer_one, items, self.batch_size)
         return check_answers(self.name, answers, len(items))
 
-    def _answer_batches(self, items: list[SUTQuery]) -> list[str]:
-        answers: list[str] = []
+    def _answer_batches(self, items: list[SUTQuery]) -> list[str | SUTAnswer]:
+        answers: list[str | SUTAnswer] = []
         for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
-            reply = self._post({"items": [item.model_dump() for item in chunk]}, batch=True)
+            payload = {"items": [item.model_dump(exclude_none=True) for item in chunk]}
+            reply = self._post(payload, batch=True)
             if not isinstance(reply, dict) or "answers" not in reply:
                 raise _BatchRefused(f"reply has no 'answers': {reply!r:.200}")
             answers.extend(check_answers(self.name, reply["answers"], len(chunk)))
         self.mode = "batch"
         return answers
 
-    def _answer_one(self, item: SUTQuery) -> str:
-        reply = self._post(item.model_dump(), batch=False)
+    def _answer_one(self, item: SUTQuery) -> dict[str, Any]:
+        """The reply, ``{"answer"}`` with maybe ``"contexts"``, for ``check_answers``."""
+        reply = self._post(item.model_dump(exclude_none=True), batch=False)
         if not isinstance(reply, dict) or not isinstance(reply.get("answer"), str):
             raise SUTError(f"{self.name} reply has no string 'answer': {reply!r:.200}")
-        return reply["answer"]
+        return {key: reply[key] for key in ("answer", "contexts") if key in reply}
 
     def _post(self, payload: dict[str, Any], *, batch: bool) -> Any:
         request = urllib.request.Request(

@@ -1,20 +1,25 @@
 """A Hugging Face seq2seq QA model as the software under test, run in batches.
 
 The paper tests UnifiedQA-v2 (``allenai/unifiedqa-v2-t5-large-1363200``) on a GPU. UnifiedQA reads
-``question \\n context`` lower-cased, with the literal two characters backslash and n between them.
+``question \\n context`` lower-cased, with the literal two characters backslash and n between them;
+a question asked alone (``sut.input = "question"``) is the lower-cased question, as UnifiedQA's
+closed-book tasks read it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cq2a.adapters.sut.base import SUTQuery, check_answers
+from cq2a.adapters.sut.base import SUTAnswer, SUTQuery, check_answers
 
 UNIFIEDQA = "allenai/unifiedqa-v2-t5-large-1363200"
 
 
-def unifiedqa_input(question: str, context: str) -> str:
-    """The UnifiedQA encoding of a query: ``question \\n context``, lower-cased."""
+def unifiedqa_input(question: str, context: str | None) -> str:
+    """The UnifiedQA encoding of a query: ``question \\n context``, lower-cased; the question
+    alone when there is no context."""
+    if context is None:
+        return question.strip().lower()
     return f"{question.strip()} \\n {context.strip()}".lower()
 
 
@@ -76,7 +81,7 @@ class Seq2SeqSUT:
             self._model = model.to(self.device).eval()
         return self._model, self._tokenizer
 
-    def answer(self, items: list[SUTQuery]) -> list[str]:
+    def answer(self, items: list[SUTQuery]) -> list[str | SUTAnswer]:
         if not items:
             return []
         model, tokenizer = self._load()
