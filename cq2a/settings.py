@@ -107,6 +107,12 @@ class SUTSpec(BaseModel):
         "retriever indexes beside the run's own (the RAG demo: the whole shipped sample).",
     )
 
+    @property
+    def question_alone(self) -> bool:
+        """Whether the SUT gets the question alone: ``input`` says so, or the SUT retrieves its
+        own passages (kind ``rag``)."""
+        return self.input == "question" or self.kind == "rag"
+
 
 class Settings(BaseSettings):
     """Everything a CQ2A run can be told. Defaults reproduce the paper on the offline stack."""

@@ -39,7 +39,7 @@ def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:
     from the ``contexts`` the run's root checkpoint holds: the same contexts the run began
     with, whatever inputs the resuming command was given."""
     run = services(runtime)
-    if run.settings.sut.input != "question":
+    if not run.settings.sut.question_alone:
         return None
     index = run.corpus if run.corpus is not None else run.index_corpus(checkpointed_contexts())
     return partial(index.top, k=run.settings.corpus_top_k)

@@ -26,7 +26,7 @@ def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             run.lemmatize,
             run.embedder.similarity_matrix,
             check_limits(run.settings),
-            run.parse_question if run.settings.sut.input == "question" else None,
+            run.parse_question if run.settings.sut.question_alone else None,
         )
         checked = [c for c in settled if c.id in waiting]
         emit_outcomes(passage.id, "check", checked)

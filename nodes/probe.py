@@ -23,7 +23,7 @@ from cq2a.settings import Settings
 
 def probe(state: RunState, runtime: Runtime[Settings]) -> dict[str, Any]:
     run = services(runtime)
-    if run.settings.sut.input == "question":  # the corpus the re-ask searches (corpus_search)
+    if run.settings.sut.question_alone:  # the corpus the re-ask searches (corpus_search)
         run.index_corpus([Context.model_validate(c) for c in state.get("contexts", [])])
     if run.settings.preflight:
         run_preflight(run)

@@ -20,6 +20,7 @@ from cq2a.cli import main
 from cq2a.models.bugs import BugRecord
 from cq2a.reporting.report import write_report
 from cq2a.runtime.services import release_services
+from cq2a.testing.script import PipelineScript
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
 
@@ -58,6 +59,19 @@ class ScriptedRAG:
         return {"answer": gold if right else worker.SUT_MISS, "contexts": retrieved}
 
 
+def standalone_questions(answer: str, has_feedback: bool) -> list[dict[str, str]]:
+    """The worker's questions, without the words that lean on the passage: asked alone, a
+    question that says "of the passage" is rejected as not self-contained before any re-ask."""
+    return [
+        {**item, "question": item["question"].replace(" of the passage", "")}
+        for item in worker.questions(answer, has_feedback)
+    ]
+
+
+def standalone_script() -> PipelineScript:
+    return PipelineScript(questions=standalone_questions, votes=worker.votes, judge=worker.judge)
+
+
 rag_sut = ScriptedRAG(MISSED, UNNAMED)
 #: The next version: its retriever misses nothing, and it names its passages for every test.
 fixed_retriever = ScriptedRAG(set(), set())
@@ -80,7 +94,7 @@ def test_every_bug_of_a_rag_sut_is_attributed_exactly(tmp_path: Path, capsys: An
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(4))
     run_dir, second = tmp_path / "run", tmp_path / "second"
     with ScriptedLLMServer() as server:
-        worker.script().install(server.rules)
+        standalone_script().install(server.rules)
         live = [*COMMON, "--base-url", server.base_url]
         code = main(
             ["run", str(input_path), "--out", str(run_dir), *SMALL, *live]

@@ -11,7 +11,6 @@ from cq2a.adapters.sut.base import (
     SUTAnswer,
     SUTQuery,
     answer_within,
-    asks_question_only,
     truncated_inputs,
 )
 from cq2a.language.embeddings import SimilarityPairs
@@ -37,12 +36,12 @@ def evaluate_cases(
     ``judge``; ``lemmatize`` tells an answer that restates the question); each verdict says
     whether the SUT saw its whole input (an adapter with a window reports what it cut).
 
-    A SUT asked the question alone (``asks_question_only``) that has ``index`` first gets the
+    A SUT asked the question alone (``SUTSpec.question_alone``) that has ``index`` first gets the
     ``corpus`` as ``(id, text)`` pairs (by default the tests' own passages); the passages it
     names with its answers attribute its bugs (``cq2a.oracle.attribution``)."""
     if not cases:
         return []
-    question_only = asks_question_only(sut_spec)
+    question_only = sut_spec.question_alone
     queries = [
         SUTQuery(question=case.question, context=None if question_only else case.context)
         for case in cases

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cq2a.adapters.sut.base import SUTQuery, answer_within, asks_question_only
+from cq2a.adapters.sut.base import SUTQuery, answer_within
 from cq2a.models.records import Context
 from cq2a.runtime.services import Services
 
@@ -57,7 +57,7 @@ def check_sut(services: Services) -> None:
     spec = services.settings.sut
 
     def ask() -> None:
-        context = None if asks_question_only(spec) else PREFLIGHT_CONTEXT
+        context = None if spec.question_alone else PREFLIGHT_CONTEXT
         query = SUTQuery(question=PREFLIGHT_QUESTION, context=context)
         answers = answer_within(services.sut, [query], spec)
         if len(answers) != 1:

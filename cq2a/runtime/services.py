@@ -19,6 +19,7 @@ from cq2a.adapters.llm.choices import forget_n_support
 from cq2a.adapters.llm.roles import LLMRuntime, build_llm_runtime
 from cq2a.adapters.sut import build_sut
 from cq2a.adapters.sut.chat import sut_chat_model
+from cq2a.adapters.sut.rag import read_corpus
 from cq2a.language.embeddings import default_threshold, load_embedder
 from cq2a.language.parsing import get_parser, lemmatizer, question_parser
 from cq2a.language.retrieval import PassageIndex
@@ -35,8 +36,13 @@ class Services:
     corpus: PassageIndex | None = None
 
     def index_corpus(self, contexts: Sequence[Context]) -> PassageIndex:
-        """Index the run's contexts as its corpus, and keep the index for the run's nodes."""
-        self.corpus = PassageIndex([(context.id, context.context) for context in contexts])
+        """Index the run's contexts as its corpus, beside the passages of ``sut.corpus`` (the
+        same corpus a built-in retrieval SUT searches, so a question another passage of it
+        answers is caught before it becomes a false retrieval bug), and keep the index for the
+        run's nodes."""
+        extra = read_corpus(self.settings.sut.corpus) if self.settings.sut.corpus else []
+        own = [(context.id, context.context) for context in contexts]
+        self.corpus = PassageIndex(list({**dict(extra), **dict(own)}.items()))
         return self.corpus
 
     @cached_property

@@ -35,7 +35,7 @@ def extraction_limits(settings: Settings) -> ExtractionLimits:
 def generation_limits(settings: Settings) -> GenerationLimits:
     """III-B's limits: slots per answer (Table I), attempts per slot, concurrent requests, and
     whether the questions will be asked without their passage."""
-    standalone = settings.sut.input == "question"
+    standalone = settings.sut.question_alone
     return limits_from(GenerationLimits, settings, standalone_questions=standalone)
 
 

@@ -28,12 +28,6 @@ class SUTAnswer(BaseModel):
     contexts: list[str]
 
 
-def asks_question_only(spec: SUTSpec) -> bool:
-    """Whether the SUT gets the question alone: ``sut.input`` says so, or the SUT retrieves its
-    own passages (kind ``rag``)."""
-    return spec.input == "question" or spec.kind == "rag"
-
-
 class SUTError(RuntimeError):
     """The software under test could not be reached or answered malformed output."""
 
