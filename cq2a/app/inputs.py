@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cq2a.documents.corpus import Tally, read_corpus
 from cq2a.documents.readers import CONTROL_CHARACTERS
-from cq2a.documents.sources import names_documents
+from cq2a.documents.sources import is_glob, names_documents
 from cq2a.language.lexicon import words
 from cq2a.models.records import Context, Skip
 
@@ -76,6 +76,8 @@ def read_documents(
 ) -> tuple[list[Context], list[Skip]]:
     """The passages of a document, folder or glob, cleaned like any context; an input with no
     readable file is an ``InputError`` that says what it found."""
+    if not Path(path).exists() and not is_glob(str(path)):
+        raise InputError(f"input not found: {path}")
     contexts: list[Context] = []
     skips: list[Skip] = []
     tally = Tally()

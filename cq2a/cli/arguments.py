@@ -14,8 +14,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="generate tests from contexts and run the SUT on them")
     run.add_argument(
         "input",
-        help="JSONL ({'id','context',...} per line), text with one context per line, or "
-        "documents: a .txt, .md, .html or .pdf file, a folder of them or a glob",
+        help="documents: a .txt, .md, .html or .pdf file, a folder of them or a glob; or JSONL "
+        "({'id','context',...} per line); a file of any other suffix: one context per line",
     )
     add_run_options(run)
 
