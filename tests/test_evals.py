@@ -194,3 +194,10 @@ def test_the_rules_without_an_llm_reject_few_human_questions():
     assert ranking["questions"] == rejected["paper"]["questions"]
     assert 0 < len(ranking["examples"]) <= ranking["ranking_words"] < 20
     assert ranking["rejected"] < 0.02
+
+
+def test_recall_on_passages_gives_each_passage_its_own_budget():
+    found = recall.dataset_recall(recall.SHIPPED, limit=2, budget=1, passage_chars=300)
+    assert found.passage_chars == 300 and found.passages_per_context > 1
+    kept = sum(kind.per_context for kind in found.sets[0].per_kind.values())
+    assert kept == pytest.approx(found.passages_per_context, abs=0.11)
