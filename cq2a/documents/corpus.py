@@ -35,10 +35,11 @@ def passage_id(file: str, text: str) -> str:
 
 
 def document_contexts(document: Document, max_chars: int) -> Iterator[Context]:
-    """The document's passages as contexts, each with its source."""
-    for span in passages(document.text, max_chars):
+    """The document's passages as contexts, each with its source; what reading did to the
+    document is noted on its first passage."""
+    for number, span in enumerate(passages(document.text, max_chars)):
         text = document.text[span.start : span.end]
-        notes = [note for note in (document.note, span.note) if note]
+        notes = [note for note in (document.note if number == 0 else None, span.note) if note]
         yield Context(
             id=passage_id(document.file, text),
             context=text,

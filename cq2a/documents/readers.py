@@ -138,7 +138,7 @@ def read_document(path: Path, file: str) -> Document:
     """The document at ``path``, named ``file`` (its path relative to the input)."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
-        if not path.read_bytes()[:1024].strip():
+        if path.stat().st_size == 0:
             raise Unreadable("empty_file", "the file is empty")
         text, starts, note = read_pdf(path)
         return Document(file, text, starts, note)
