@@ -10,7 +10,7 @@ page in about 0.1 s, so ``--distinct`` PDFs are generated and the others are cop
 The folder is read in a child process twice, on a tenth of the files and on all of them: the
 peak resident memory of each (``ru_maxrss``, beside the process's resident memory once its
 imports and the sentencizer are loaded) shows whether memory grows with the folder. The text
-and HTML files repeat the sample's 93 contexts, so most of their passages are duplicates.
+is the sample's sentences drawn at random into paragraphs, so passages rarely repeat.
 
     python -m evals.reading --json evals/results/reading.json
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import random
 import resource
 import shutil
 import tempfile
@@ -38,8 +39,16 @@ from evals.recall import SHIPPED
 HEADER = "Quarterly Report of the Example Corporation"
 
 
-def sample_texts() -> list[str]:
-    return [json.loads(line)["context"] for line in SHIPPED.read_text("utf-8").splitlines()]
+def sample_sentences() -> list[str]:
+    """The shipped SQuAD sample's sentences (cut at ". ": good enough for test data)."""
+    contexts = [json.loads(line)["context"] for line in SHIPPED.read_text("utf-8").splitlines()]
+    return [s.strip() + "." for c in contexts for s in c.split(". ") if s.strip()]
+
+
+def paragraphs(sentences: list[str], count: int, seed: int) -> list[str]:
+    """``count`` paragraphs of 4 to 8 sentences drawn at random: text that rarely repeats."""
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(sentences, rng.randint(4, 8))) for _ in range(count)]
 
 
 def _latin1(text: str) -> str:
@@ -47,7 +56,8 @@ def _latin1(text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def write_pdf(path: Path, pages: int, texts: list[str], offset: int) -> None:
+def write_pdf(path: Path, pages: int, sentences: list[str], seed: int) -> None:
+    texts = paragraphs(sentences, 2 * pages, seed)
     pdf = FPDF()
     pdf.set_font("Helvetica", size=10)
     pdf.set_auto_page_break(False)
@@ -56,34 +66,29 @@ def write_pdf(path: Path, pages: int, texts: list[str], offset: int) -> None:
         pdf.set_xy(10, 8)
         pdf.cell(0, 6, HEADER)
         pdf.set_xy(10, 20)
-        first, second = (
-            texts[(offset + 2 * number) % len(texts)],
-            texts[(offset + 2 * number + 1) % len(texts)],
-        )
+        first, second = texts[2 * number - 2], texts[2 * number - 1]
         pdf.multi_cell(0, 5, _latin1(f"{first}\n\n{second}"[:2400]))
         pdf.set_xy(10, 285)
         pdf.cell(0, 6, f"Page {number} of {pages}")
     pdf.output(str(path))
 
 
-def pdf_folder(root: Path, pdfs: int, pages: int, distinct: int, texts: list[str]) -> Path:
+def pdf_folder(root: Path, pdfs: int, pages: int, distinct: int, sentences: list[str]) -> Path:
     folder = root / "pdfs"
     folder.mkdir()
     for n in range(distinct):
-        write_pdf(folder / f"report{n:03d}.pdf", pages, texts, offset=n * 7)
+        write_pdf(folder / f"report{n:03d}.pdf", pages, sentences, seed=n)
     for n in range(distinct, pdfs):
         shutil.copyfile(folder / f"report{n % distinct:03d}.pdf", folder / f"report{n:03d}.pdf")
     return folder
 
 
-def text_file(root: Path, megabytes: float, texts: list[str]) -> Path:
-    paragraphs, size = [], 0
-    while size < megabytes * 1_000_000:
-        text = texts[len(paragraphs) % len(texts)]
-        paragraphs.append(text)
-        size += len(text.encode("utf-8")) + 2
+def text_file(root: Path, megabytes: float, sentences: list[str]) -> Path:
+    book = "\n\n".join(paragraphs(sentences, int(megabytes * 1_000), seed=-1))
+    while len(book.encode("utf-8")) < megabytes * 1_000_000:
+        book += "\n\n" + "\n\n".join(paragraphs(sentences, 100, seed=len(book)))
     path = root / "book.txt"
-    path.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    path.write_text(book, encoding="utf-8")
     return path
 
 
@@ -141,13 +146,13 @@ def in_child(path: Path, passage_chars: int) -> dict[str, Any]:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     passage_chars = Settings().passage_chars
-    texts = sample_texts()
+    sentences = sample_sentences()
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         started = time.perf_counter()
-        folder = pdf_folder(root, args.pdfs, args.pages, args.distinct, texts)
+        folder = pdf_folder(root, args.pdfs, args.pages, args.distinct, sentences)
         generated = round(time.perf_counter() - started, 1)
-        book = text_file(root, args.mb, texts)
+        book = text_file(root, args.mb, sentences)
         page = html_file(root, book)
         read_all(book, passage_chars)  # loads spaCy's sentencizer before any timing
         results: dict[str, Any] = {"passage_chars": passage_chars, "pdf_generation_s": generated}
