@@ -221,6 +221,13 @@ class Settings(BaseSettings):
     min_question_chars: int = Field(26, ge=1, description="Questions must exceed 25 characters.")
     max_question_chars: int = Field(300, ge=1)
     max_context_chars: int = Field(20_000, ge=100, description="Longer contexts are truncated.")
+    passage_chars: int = Field(
+        1200,
+        ge=100,
+        description="Documents (.txt, .md, .html, .pdf, a folder or a glob) are cut into "
+        "passages of at most this many characters, ending on sentence boundaries; never more "
+        "than max_context_chars.",
+    )
     max_sentence_tokens: int = Field(400, ge=10, description="Longer sentences are skipped.")
 
     concurrency: int = Field(4, ge=1, description="Concurrent LLM requests.")

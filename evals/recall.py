@@ -6,8 +6,12 @@ SQuAD-style normalisation, or token F1 >= 0.8. Yes/no datasets (BoolQ) have no s
 are reported as not applicable. Recall is given for each answer set (``asked``, the default, and
 ``paper``, III-A1 alone), for every ranked answer and for the first 12, 25 and 50 of each context
 (the default ``Settings.answer_budget`` is 50), and per answer kind within the default budget.
+With ``--passages N`` each context is first cut into passages of at most N characters by the
+documents' splitter (``cq2a.documents.split``), and each passage gets its own budget, as a run
+on a long document does.
 
     python -m evals.recall --data /work/shared/data/*.jsonl --json evals/results/recall.json
+    python -m evals.recall --data narrativeqa_test_sample.jsonl --lines 25-47 --passages 1200
 """
 
 from __future__ import annotations
@@ -103,6 +107,8 @@ class DatasetRecall(BaseModel):
     data: str
     dataset: str
     contexts: int
+    passage_chars: int | None = None
+    passages_per_context: float = 1.0
     applicable: bool
     reason: str = ""
     questions: int = 0
@@ -110,9 +116,11 @@ class DatasetRecall(BaseModel):
     sets: list[SetRecall] = []
 
 
-def read_items(path: Path, limit: int | None = None) -> list[Item]:
+def read_items(path: Path, limit: int | None = None, first: int = 1) -> list[Item]:
+    """The file's contexts from line ``first`` (1-based), at most ``limit`` of them."""
     items = []
-    for line in path.read_text(encoding="utf-8").splitlines()[:limit]:
+    lines = path.read_text(encoding="utf-8").splitlines()[first - 1 :]
+    for line in lines[:limit]:
         row = json.loads(line)
         answerable = [qa for qa in row["qas"] if not qa.get("is_impossible") and qa["answers"]]
         items.append(
@@ -164,10 +172,10 @@ def coverage(items: list[Item], extracted: list[list[str]]) -> tuple[Coverage, l
     return found, misses
 
 
-def per_kind(items: list[Item], ranked: list[list[Answer]], budget: int) -> dict[str, KindRecall]:
-    """Each answer kind's share of the budget and of the questions it covers."""
+def per_kind(items: list[Item], kept: list[list[Answer]]) -> dict[str, KindRecall]:
+    """Each answer kind's share of the answers kept within the budget, and of the questions it
+    covers."""
     total = sum(len(item.questions) for item in items) or 1
-    kept = [answers[:budget] for answers in ranked]
     kinds = sorted({a.kind.value for answers in kept for a in answers})
     result = {}
     for kind in kinds:
@@ -190,37 +198,81 @@ def per_kind(items: list[Item], ranked: list[list[Answer]], budget: int) -> dict
     return result
 
 
-def extract_all(items: list[Item], answers: AnswerSet) -> list[list[Answer]]:
-    """Every entity answer of each context, in the order a run's budget takes them."""
+def passages_of(context: Context, passage_chars: int | None) -> list[Context]:
+    """The context whole, or its passages as the documents' splitter cuts them."""
+    if passage_chars is None:
+        return [context]
+    from cq2a.documents.split import passages
+
+    return [
+        Context(id=f"{context.id}#{n}", context=context.context[span.start : span.end])
+        for n, span in enumerate(passages(context.context, passage_chars))
+    ]
+
+
+def extract_all(
+    items: list[Item], answers: AnswerSet, passage_chars: int | None = None
+) -> list[list[list[Answer]]]:
+    """Every entity answer of each passage of each context, in the order a run's budget takes
+    them (a context read whole is one passage)."""
     from cq2a.answers.plan import select_entities
     from cq2a.language.parsing import get_parser
 
     parser = get_parser("spacy")
-    return [select_entities(parser.parse(item.context), item.context, answers) for item in items]
+    return [
+        [
+            select_entities(parser.parse(passage), passage, answers)
+            for passage in passages_of(item.context, passage_chars)
+        ]
+        for item in items
+    ]
 
 
-def set_recall(items: list[Item], answers: AnswerSet, budget: int) -> SetRecall:
-    ranked = extract_all(items, answers)
-    texts = [[a.text for a in found] for found in ranked]
+def within(ranked: list[list[list[Answer]]], budget: int | None) -> list[list[Answer]]:
+    """Each context's answers, the first ``budget`` of each of its passages."""
+    return [[a for passage in item for a in passage[:budget]] for item in ranked]
+
+
+def _texts(kept: list[list[Answer]]) -> list[list[str]]:
+    return [[a.text for a in answers] for answers in kept]
+
+
+def set_recall(
+    items: list[Item], answers: AnswerSet, budget: int, passage_chars: int | None = None
+) -> SetRecall:
+    ranked = extract_all(items, answers, passage_chars)
+    texts = _texts(within(ranked, None))
     everything, misses = coverage(items, texts)
     budgets = sorted({*BUDGETS, budget})
     return SetRecall(
         answers=answers,
         extracted_per_context=round(sum(map(len, texts)) / max(len(items), 1), 1),
         all_answers=everything,
-        at_budget={str(k): coverage(items, [t[:k] for t in texts])[0] for k in budgets},
-        per_kind=per_kind(items, ranked, budget),
+        at_budget={str(k): coverage(items, _texts(within(ranked, k)))[0] for k in budgets},
+        per_kind=per_kind(items, within(ranked, budget)),
         misses=misses[:10],
     )
 
 
 def dataset_recall(
-    path: Path, limit: int | None = None, budget: int | None = None
+    path: Path,
+    limit: int | None = None,
+    budget: int | None = None,
+    *,
+    first: int = 1,
+    passage_chars: int | None = None,
 ) -> DatasetRecall:
     """Extraction recall of one dataset file, for both answer sets."""
-    items = read_items(path, limit)
+    items = read_items(path, limit, first)
     name = path.stem.split("_")[0]
-    base = {"data": str(path), "dataset": name, "contexts": len(items)}
+    count = sum(len(passages_of(item.context, passage_chars)) for item in items)
+    base = {
+        "data": str(path),
+        "dataset": name,
+        "contexts": len(items),
+        "passage_chars": passage_chars,
+        "passages_per_context": round(count / max(len(items), 1), 1),
+    }
     if is_yes_no_dataset(items):
         reason = "yes/no answers are not spans of the context: span extraction does not apply"
         return DatasetRecall(**base, applicable=False, reason=reason)
@@ -230,7 +282,10 @@ def dataset_recall(
         applicable=True,
         questions=sum(len(item.questions) for item in items),
         budget=budget,
-        sets=[set_recall(items, "asked", budget), set_recall(items, "paper", budget)],
+        sets=[
+            set_recall(items, "asked", budget, passage_chars),
+            set_recall(items, "paper", budget, passage_chars),
+        ],
     )
 
 
@@ -241,6 +296,11 @@ def table(results: list[DatasetRecall]) -> str:
         if not r.applicable:
             lines.append(f"{r.dataset:12} {'':7} {r.contexts:4} {'':>5} n/a: {r.reason}")
             continue
+        if r.passage_chars:
+            lines.append(
+                f"  {r.passages_per_context} passages of <= {r.passage_chars} characters per "
+                f"context, each with a budget of {r.budget}"
+            )
         for s in r.sets:
             at = "".join(f"{s.at_budget[str(k)].recall:7.3f}" for k in BUDGETS)
             lines.append(
@@ -264,9 +324,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--budget", type=int, default=None, help="Answers kept per context (default: 50)."
     )
+    parser.add_argument(
+        "--lines", default=None, help="Only these lines of each file, e.g. 25-47 (1-based)."
+    )
+    parser.add_argument(
+        "--passages",
+        type=int,
+        default=None,
+        metavar="CHARS",
+        help="Cut each context into passages of at most CHARS (each with its own budget).",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    results = [dataset_recall(path, args.limit, args.budget) for path in args.data]
+    first, limit = 1, args.limit
+    if args.lines:
+        start, _, end = args.lines.partition("-")
+        first, limit = int(start), int(end) - int(start) + 1
+    results = [
+        dataset_recall(path, limit, args.budget, first=first, passage_chars=args.passages)
+        for path in args.data
+    ]
     print(table(results))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -206,3 +206,10 @@ def test_the_self_contained_labels_split_as_documented_and_are_measured():
     sample = [row for row in tune if "this" in row["question"].split()]
     result = measure(sample)
     assert result["not_self_contained"] == len(sample) and result["catch_rate"] == 1.0
+
+
+def test_recall_on_passages_gives_each_passage_its_own_budget():
+    found = recall.dataset_recall(recall.SHIPPED, limit=2, budget=1, passage_chars=300)
+    assert found.passage_chars == 300 and found.passages_per_context > 1
+    kept = sum(kind.per_context for kind in found.sets[0].per_kind.values())
+    assert kept == pytest.approx(found.passages_per_context, abs=0.11)

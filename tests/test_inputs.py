@@ -81,12 +81,14 @@ def test_bad_input_non_english_context_is_skipped(tmp_path):
 def test_bad_input_unreadable_path(tmp_path):
     with pytest.raises(InputError, match="not found"):
         read_contexts(tmp_path / "missing.jsonl", 20_000)
-    with pytest.raises(InputError, match="cannot read"):
-        read_contexts(tmp_path, 20_000)
+    with pytest.raises(InputError, match="not found"):
+        read_contexts(tmp_path / "missing.txt", 20_000)
+    with pytest.raises(InputError, match="no files in"):
+        read_contexts(tmp_path, 20_000)  # a folder is read for documents; this one has none
 
 
 def test_text_input_one_context_per_line(tmp_path):
-    path = tmp_path / "in.txt"
+    path = tmp_path / "in.lines"  # a .txt file is a document (tests/test_documents_corpus.py)
     path.write_text(f"{GOOD}\n\n{GOOD} Second.\n", encoding="utf-8")
     contexts, skips = read_contexts(path, 20_000)
     assert [c.id for c in contexts] == ["line1", "line3"]

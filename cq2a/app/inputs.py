@@ -1,4 +1,6 @@
-"""Reading contexts: JSONL (``{"id", "context", ...}``) or plain text, one context per line.
+"""Reading contexts: JSONL (``{"id", "context", ...}``) or plain text, one context per line; or
+documents (a .txt, .md, .html or .pdf file, a folder of them, or a glob) cut into passages by
+``cq2a.documents``.
 
 Bad input never stops a run: each bad line or context becomes a recorded ``Skip`` with a reason,
 and repairable problems (control characters, oversize contexts) are repaired and noted.
@@ -7,10 +9,12 @@ and repairable problems (control characters, oversize contexts) are repaired and
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from pathlib import Path
 
+from cq2a.documents.corpus import Tally, read_corpus
+from cq2a.documents.readers import CONTROL_CHARACTERS
+from cq2a.documents.sources import is_glob, names_documents
 from cq2a.language.lexicon import words
 from cq2a.models.records import Context, Skip
 
@@ -30,11 +34,15 @@ _OTHER_FUNCTION_WORDS = frozenset(
     "del que por una con para se su lo como il di che della per non sono gli nel alla het "
     "een en van zijn niet op voor met dat os um uma em não são para com".split()
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def read_contexts(path: str | Path, max_chars: int) -> tuple[list[Context], list[Skip]]:
-    """Contexts from a JSONL or text file, and the lines skipped with their reasons."""
+def read_contexts(
+    path: str | Path, max_chars: int, passage_chars: int | None = None
+) -> tuple[list[Context], list[Skip]]:
+    """Contexts from a JSONL or text file, and the lines skipped with their reasons; from
+    documents, their passages of at most ``passage_chars`` (``max_chars`` when not given)."""
+    if names_documents(path):
+        return read_documents(path, max_chars, min(passage_chars or max_chars, max_chars))
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -60,6 +68,27 @@ def read_contexts(path: str | Path, max_chars: int) -> tuple[list[Context], list
         if context is not None:
             seen.add(context.id)
             contexts.append(context)
+    return contexts, skips
+
+
+def read_documents(
+    path: str | Path, max_chars: int, passage_chars: int
+) -> tuple[list[Context], list[Skip]]:
+    """The passages of a document, folder or glob, cleaned like any context; an input with no
+    readable file is an ``InputError`` that says what it found."""
+    if not Path(path).exists() and not is_glob(str(path)):
+        raise InputError(f"input not found: {path}")
+    contexts: list[Context] = []
+    skips: list[Skip] = []
+    tally = Tally()
+    for item in read_corpus(path, passage_chars, tally):
+        context, skip = (None, item) if isinstance(item, Skip) else clean_context(item, max_chars)
+        if skip is not None:
+            skips.append(skip)
+        if context is not None:
+            contexts.append(context)
+    if not tally.read:
+        raise InputError(tally.nothing_readable(path))
     return contexts, skips
 
 
@@ -106,7 +135,7 @@ def looks_english(text: str) -> bool:
 
 def clean_context(context: Context, max_chars: int) -> tuple[Context | None, Skip | None]:
     """Repair what can be repaired, skip what cannot."""
-    text = unicodedata.normalize("NFC", _CONTROL.sub(" ", context.context))
+    text = unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub(" ", context.context))
     notes = []
     if text != context.context:
         notes.append("control characters replaced")

@@ -88,7 +88,9 @@ def plan_run(
     """Read the input (its first ``limit`` usable contexts); the LLM cache defaults to the run
     directory's."""
     started = time.time()
-    contexts, skipped = read_contexts(input_path, settings.max_context_chars)
+    contexts, skipped = read_contexts(
+        input_path, settings.max_context_chars, settings.passage_chars
+    )
     if limit is not None:
         contexts = contexts[:limit]
     if not contexts:

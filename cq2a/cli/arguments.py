@@ -14,7 +14,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="generate tests from contexts and run the SUT on them")
-    run.add_argument("input", help="JSONL ({'id','context',...} per line) or text, one per line")
+    run.add_argument(
+        "input",
+        help="documents: a .txt, .md, .html or .pdf file, a folder of them or a glob; or JSONL "
+        "({'id','context',...} per line); a file of any other suffix: one context per line",
+    )
     add_run_options(run)
 
     demo = commands.add_parser("demo", help="a small run on the shipped SQuAD sample, offline")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from cq2a.adapters.llm.catalog import ensure_model
 from cq2a.adapters.llm.local_server import serve_forever
 from cq2a.app.doctor import run_doctor
-from cq2a.app.inputs import read_contexts
+from cq2a.app.inputs import InputError, read_contexts
 from cq2a.app.progress import RunProgress
 from cq2a.cli.options import demo_settings, describe_sut, settings_from_args
 from cq2a.language.parsing import get_parser
@@ -185,7 +185,13 @@ def command_extract(args: argparse.Namespace) -> int:
 
     settings = Settings()
     parser = get_parser(args.parser or settings.parser)
-    contexts, skipped = read_contexts(args.input, settings.max_context_chars)
+    try:
+        contexts, skipped = read_contexts(
+            args.input, settings.max_context_chars, settings.passage_chars
+        )
+    except InputError as error:
+        print(f"cq2a: {error}", file=sys.stderr)
+        return EXIT_USAGE
     for skip in skipped:
         print(json.dumps({"skipped": skip.model_dump()}), file=sys.stderr)
     for context in contexts[: args.limit]:

@@ -77,6 +77,7 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
             continue
         attempt = candidate.current
         answer = candidate.answer
+        source = contexts[candidate.context_id].source
         cases.append(
             TestCase(
                 id=candidate.id,
@@ -93,6 +94,8 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
                 votes=attempt.votes,
                 similarity=attempt.similarity or 0.0,
                 evidence=answer.evidence,
+                source=source,
+                document_evidence=[source.shifted(e) for e in answer.evidence] if source else [],
             )
         )
     return cases

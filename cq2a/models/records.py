@@ -11,6 +11,27 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 
+class Source(BaseModel):
+    """Where a passage was read from: its file (relative to the input folder, or the file's
+    name), the page its start is on (PDF), and its character offsets in the document's
+    extracted text (``cq2a.documents``)."""
+
+    file: str
+    page: int | None = None
+    start: int
+    end: int
+
+    def label(self) -> str:
+        """How a reader sees it: ``policies/leave.pdf p. 3``."""
+        return self.file if self.page is None else f"{self.file} p. {self.page}"
+
+    def shifted(self, evidence: Evidence) -> Evidence:
+        """A span of the passage as a span of the whole document."""
+        return evidence.model_copy(
+            update={"start": self.start + evidence.start, "end": self.start + evidence.end}
+        )
+
+
 class Context(BaseModel):
     """One passage to test against. ``extra`` keeps input fields cq2a does not use."""
 
@@ -20,6 +41,7 @@ class Context(BaseModel):
     dataset: str | None = None
     human_answers: list[str] = Field(default_factory=list)
     note: str | None = Field(None, description="What input handling did to it, if anything.")
+    source: Source | None = Field(None, description="The document it was read from, if any.")
 
 
 # ---- parse representation (shared by the Stanza and spaCy backends) ----
@@ -340,6 +362,11 @@ class TestCase(BaseModel):
     evidence: list[Evidence] = Field(
         default_factory=list, description="Spans of the context that support the answer."
     )
+    source: Source | None = Field(None, description="The document its context was read from.")
+    document_evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="The evidence as spans of the source document's extracted text.",
+    )
 
 
 #: Why a retrieval system got a test wrong: its retriever missed the evidence, its reader read
@@ -390,6 +417,7 @@ class Verdict(BaseModel):
     cause: BugCause | None = Field(
         None, description="A bug's cause when the SUT retrieves its own passages; else None."
     )
+    source: Source | None = Field(None, description="The document its test was made from.")
 
 
 class ContextPlan(BaseModel):

@@ -201,6 +201,7 @@ def judge_verdicts(
             "sut_answer": sut,
             "similarity": round(similarity, 4),
             "kind": case.kind,
+            "source": case.source,
         }
         if isinstance(answer, SUTError):
             why = f"sut error: {answer}"

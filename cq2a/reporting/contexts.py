@@ -28,6 +28,7 @@ class ContextView(BaseModel):
     segments: list[Segment]
     share: float
     tests: int
+    source: str | None = None
 
 
 class Contexts(BaseModel):
@@ -85,7 +86,10 @@ def context_view(context_id: str, cases: list[TestCase], bug_ids: set[str]) -> C
             start = i
     letters = [i for i, ch in enumerate(text) if not ch.isspace()]
     share = sum(shaded[i] for i in letters) / len(letters) if letters else 0.0
-    return ContextView(context_id=context_id, segments=segments, share=share, tests=len(cases))
+    source = cases[0].source.label() if cases[0].source else None
+    return ContextView(
+        context_id=context_id, segments=segments, share=share, tests=len(cases), source=source
+    )
 
 
 def segment(piece: str, shaded: bool, cases: list[TestCase], bug_ids: set[str]) -> Segment:

@@ -100,8 +100,24 @@ def _csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
 def cases_csv(cases: list[TestCase]) -> str:
     columns = ["id", "context_id", "kind", "question", "answer", "sentence", "start", "end"]
     columns += ["attempts", "similarity", "votes", "explanation"]
-    rows = [case.model_dump(mode="json") | {"votes": " | ".join(case.votes)} for case in cases]
+    columns += ["source", "source_start", "source_end", "evidence_start", "evidence_end"]
+    rows = [case.model_dump(mode="json") | _csv_extras(case) for case in cases]
     return _csv_text(rows, columns)
+
+
+def _csv_extras(case: TestCase) -> dict[str, Any]:
+    """The votes in one cell, and where the test's passage and evidence are in its document."""
+    extras: dict[str, Any] = {"votes": " | ".join(case.votes), "source": ""}
+    if case.source is not None:
+        extras |= {
+            "source": case.source.label(),
+            "source_start": case.source.start,
+            "source_end": case.source.end,
+        }
+    if case.document_evidence:
+        evidence = case.document_evidence[0]
+        extras |= {"evidence_start": evidence.start, "evidence_end": evidence.end}
+    return extras
 
 
 def squad_json(cases: list[TestCase]) -> dict[str, Any]:

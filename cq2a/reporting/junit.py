@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cq2a.app import outputs as out
 from cq2a.app.suite import load_suite, previous_verdicts
-from cq2a.models.records import TestCase, Verdict
+from cq2a.models.records import Evidence, Source, TestCase, Verdict
 
 #: A bug's cause, as the CI log says it.
 CAUSE_TEXT = {
@@ -40,7 +40,15 @@ def failure_text(case: TestCase, verdict: Verdict) -> str:
     if verdict.cause is not None:
         lines.append(f"cause: {CAUSE_TEXT[verdict.cause]}")
     lines.append(f"evidence: {case.sentence}")
+    if case.source is not None:
+        lines.append(f"source: {source_text(case.source, case.document_evidence)}")
     return "\n".join(lines)
+
+
+def source_text(source: Source, evidence: list[Evidence]) -> str:
+    """``policies/leave.pdf p. 3, characters 120-480``: the evidence's, else the passage's."""
+    span = evidence[0] if evidence else source
+    return f"{source.label()}, characters {span.start}-{span.end}"
 
 
 def junit_xml(name: str, cases: list[TestCase], verdicts: list[Verdict], seconds: float) -> str:
@@ -59,11 +67,14 @@ def junit_xml(name: str, cases: list[TestCase], verdicts: list[Verdict], seconds
     root = ET.Element("testsuites", {"name": name, **counts})
     suite = ET.SubElement(root, "testsuite", {"name": name, **counts})
     for case in cases:
-        element = ET.SubElement(
-            suite,
-            "testcase",
-            {"classname": f"cq2a.{case.context_id}", "name": f"{case.id}: {case.question}"},
-        )
+        attributes = {"classname": f"cq2a.{case.context_id}", "name": f"{case.id}: {case.question}"}
+        if case.source is not None:
+            attributes["file"] = case.source.file
+        element = ET.SubElement(suite, "testcase", attributes)
+        if case.source is not None:
+            properties = ET.SubElement(element, "properties")
+            where = source_text(case.source, case.document_evidence)
+            ET.SubElement(properties, "property", {"name": "source", "value": where})
         verdict = by_id.get(case.id)
         if verdict is None:
             ET.SubElement(element, "skipped", {"message": "not run: the run stopped first"})

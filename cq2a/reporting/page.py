@@ -80,10 +80,11 @@ class Page(BaseModel):
 def bug_row(bug: BugRecord) -> BugRow:
     searched = [bug.question, bug.gold_answer, bug.sut_answer, bug.judge_explanation or ""]
     searched += [bug.cause] if bug.cause else []
+    source = bug.source.label() if bug.source else ""
     return BugRow(
         bug=bug,
         score="–" if bug.judge_score is None else str(bug.judge_score),
-        search=" ".join([*searched, bug.context_id]).lower(),
+        search=" ".join([*searched, bug.context_id, source]).lower(),
     )
 
 
