@@ -5,6 +5,8 @@ wiring."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -18,6 +20,7 @@ from cq2a.adapters.sut.base import SUTQuery
 from cq2a.app import outputs as out
 from cq2a.cli import main
 from cq2a.models.bugs import BugRecord
+from cq2a.reporting.exports import labeling_sheet, load_run
 from cq2a.reporting.report import write_report
 from cq2a.runtime.services import release_services
 from cq2a.testing.script import PipelineScript
@@ -134,6 +137,11 @@ def test_every_bug_of_a_rag_sut_is_attributed_exactly(tmp_path: Path, capsys: An
     }
     assert properties == {bug.test_id: bug.cause for bug in bugs}
     assert "cause: retrieval miss" in ET.tostring(junit, encoding="unicode")
+
+    sheet = list(csv.DictReader(io.StringIO(labeling_sheet(load_run(run_dir)))))
+    assert {row["id"]: row["cause"] for row in sheet if row["item"] == "bug"} == {
+        bug.test_id: bug.cause for bug in bugs
+    }
 
     html = write_report(run_dir).read_text(encoding="utf-8")
     assert "Bugs by cause" in html

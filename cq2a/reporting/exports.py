@@ -37,6 +37,8 @@ SHEET_COLUMNS = [
     "sut_answer",
     "judge_score",
     "sentence",
+    "source",
+    "cause",
     "label",
     "note",
 ]
@@ -161,12 +163,20 @@ def unifiedqa_tsv(cases: list[TestCase]) -> str:
 def _bug_row(bug: BugRecord) -> dict[str, Any]:
     score = "" if bug.judge_score is None else bug.judge_score
     row = _row("bug", bug.test_id, bug.context_id, bug.kind, bug.question, bug.gold_answer)
-    return {**row, "sut_answer": bug.sut_answer, "judge_score": score, "sentence": bug.sentence}
+    where = bug.source.label() if bug.source else ""
+    return {
+        **row,
+        "sut_answer": bug.sut_answer,
+        "judge_score": score,
+        "sentence": bug.sentence,
+        "source": where,
+        "cause": bug.cause or "",
+    }
 
 
 def _question_row(case: TestCase) -> dict[str, Any]:
     row = _row("question", case.id, case.context_id, case.kind, case.question, case.answer)
-    return {**row, "sentence": case.sentence}
+    return {**row, "sentence": case.sentence, "source": case.source.label() if case.source else ""}
 
 
 def _row(
