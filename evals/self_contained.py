@@ -3,9 +3,9 @@ agrees with hand labels of human questions.
 
 ``evals/data/self_contained_labels.jsonl`` holds SQuAD 2.0 dev questions (CC BY-SA 4.0, via
 the project's ``squad2_dev_sample.jsonl``), each labelled by hand as self-contained or not,
-with a short reason for the "not" ones: part ``tune`` (the first 80 questions of the
-1973_oil_crisis article, which the rule was developed on) and part ``report`` (the first 200
-of Harvard_University, for the figures). Prints, per part, the share of self-contained
+with a short reason for the "not" ones: part ``tune`` (all questions of the 1973_oil_crisis
+and Normans articles, which the rule was developed on) and part ``report`` (the first 200 of
+Harvard_University, for the figures). Prints, per part, the share of self-contained
 questions the check rejects (target at most 5%) and of the others it catches (target at least
 80%), and the questions it gets wrong.
 

@@ -200,7 +200,7 @@ def test_the_self_contained_labels_split_as_documented_and_are_measured():
     from evals.self_contained import measure, read_labels
 
     report, tune = read_labels("report"), read_labels("tune")
-    assert (len(report), len(tune)) == (200, 80)
+    assert (len(report), len(tune)) == (200, 463)
     assert all(row["context_id"].startswith("squad2-") for row in report + tune)
     assert all(row.get("reason") for row in report + tune if not row["self_contained"])
     sample = [row for row in tune if "this" in row["question"].split()]

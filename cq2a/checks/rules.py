@@ -65,13 +65,16 @@ REASON_OF_CHECK = {
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
 #: Words that rank what a question asks about ("the first fief", "the only ruler").
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
-#: Dependents (UD relations, subtypes aside) that say which one a noun means.
-IDENTIFYING_DEPRELS = frozenset({"nmod", "acl", "appos", "nummod", "flat"})
+#: Dependents (UD relations, subtypes aside) that say which one a noun means ("acl" only
+#: with words of its own).
+IDENTIFYING_DEPRELS = frozenset({"nmod", "appos", "nummod", "flat"})
+#: Marks that open a quotation.
+QUOTE_MARKS = frozenset({"'", '"', "\u2018", "\u201c"})
 #: Relations of a clause's arguments, and of clauses that an expletive "it" stands for.
 ARGUMENT_DEPRELS = frozenset({"nsubj", "obj", "iobj", "obl", "nmod"})
 CLAUSAL_DEPRELS = frozenset({"ccomp", "xcomp", "csubj", "advcl"})
 CLAUSE_UPOS = frozenset({"VERB", "AUX"})
-#: Words that name something on their own: a question with one is anchored in the corpus.
+#: Words that name something on their own ("Harvard", "1636").
 ANCHOR_UPOS = frozenset({"PROPN", "NUM"})
 
 
@@ -253,22 +256,59 @@ def _has_digits(token: Token) -> bool:
 
 
 def _is_identified(sentence: Sentence, noun: Token) -> bool:
-    """Whether a noun phrase says which one it means beyond its determiner: a prepositional or
-    clausal modifier, an apposition, a number or a date, or a name ("that year of the war",
-    "this Norman ruler", "the 12th century")."""
-    if _has_digits(noun):
+    """Whether a noun phrase says which one it means beyond its determiner: a prepositional
+    modifier (or its stranded preposition, "the coast of"), a clause with words of its own, an
+    apposition or a quotation, a number or a date, or a name, also inside a compound ("that
+    year of the war", "this Norman ruler", "the 12th century", "the Norman architecture
+    idiom")."""
+    if _has_digits(noun) or _is_capitalised(noun) or _is_quoted_after(sentence, noun):
         return True
-    for dependent in _dependents(sentence, noun):
-        if _has_digits(dependent):
-            return True
-        if dependent.deprel == "nmod:poss":
-            if dependent.upos != "PRON":
-                return True
-        elif dependent.deprel.split(":")[0] in IDENTIFYING_DEPRELS or dependent.upos == "PROPN":
-            return True
-        elif dependent.deprel == "amod" and dependent.index > 1 and dependent.text[:1].isupper():
-            return True  # an adjective made from a name ("the Frankish identity")
-    return False
+    return any(_identifies(sentence, noun, d) for d in _dependents(sentence, noun))
+
+
+def _is_quoted_after(sentence: Sentence, noun: Token) -> bool:
+    """ "the word 'Norman'": a quotation right after the noun says which one, wherever the
+    parser attaches it."""
+    following = sentence.tokens[noun.index : noun.index + 1]
+    return any(t.text in QUOTE_MARKS and t.deprel != "case" for t in following)  # not "the kings'"
+
+
+def _identifies(sentence: Sentence, noun: Token, dependent: Token) -> bool:
+    relation = dependent.deprel.split(":")[0]
+    if _has_digits(dependent) or dependent.upos in ANCHOR_UPOS:
+        return True
+    if dependent.deprel == "nmod:poss":
+        return dependent.upos != "PRON"
+    if relation == "acl":
+        return _has_words(sentence, dependent)  # "the castle built in 1066", not "the base called"
+    if relation == "compound":
+        return _names_something(sentence, dependent)
+    if relation == "amod":
+        return _is_capitalised(dependent)  # an adjective made from a name ("the Frankish identity")
+    return relation in IDENTIFYING_DEPRELS or _is_stranded(noun, dependent)
+
+
+def _is_capitalised(token: Token) -> bool:
+    """A capitalised word inside a sentence: a name, or a word made from one ("the third
+    Crusade", "Frankish")."""
+    return token.index > 1 and token.text[:1].isupper()
+
+
+def _is_stranded(noun: Token, dependent: Token) -> bool:
+    """A preposition after its noun, whose object was moved away ("What continent is it off
+    the coast of?")."""
+    return dependent.deprel == "case" and dependent.index > noun.index
+
+
+def _has_words(sentence: Sentence, head: Token) -> bool:
+    return any(d.upos not in {"PUNCT", "PART"} for d in _dependents(sentence, head))
+
+
+def _names_something(sentence: Sentence, token: Token) -> bool:
+    """A proper noun or a number in ``token``'s subtree."""
+    if token.upos in ANCHOR_UPOS or _has_digits(token):
+        return True
+    return any(_names_something(sentence, d) for d in _dependents(sentence, token))
 
 
 def _points_at_the_text(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
@@ -333,10 +373,14 @@ def _asks_for_subject(token: Token, lexicon: DeixisLexicon) -> bool:
 
 
 def _unanchored_definite(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
-    """ "the school", "the main campus": a definite common noun that nothing identifies."""
+    """ "the school", "the main campus": a definite common noun that nothing in its own phrase
+    identifies, whatever else the question names ("When did Saudi Arabia join the embargo?").
+    Nouns with one referent anywhere ("the world") are left alone."""
     if token.upos != "NOUN" or token.deprel.split(":")[0] not in ARGUMENT_DEPRELS:
         return False
     if token.deprel == "nmod:poss":
+        return False
+    if token.lemma.lower() in lexicon.unique_nouns:
         return False
     articles = [d for d in _dependents(sentence, token) if d.deprel == "det"]
     definite = any(d.lemma.lower() in lexicon.definite_articles for d in articles)
@@ -347,7 +391,6 @@ def leaning_words(sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLIS
     """What in a parsed question leans on its passage, each as "word (why)"."""
     found: list[str] = []
     seen_noun = False
-    named = any(t.upos in ANCHOR_UPOS or _has_digits(t) for s in sentences for t in s.tokens)
     for sentence in sentences:
         for token in sentence.tokens:
             if _points_at_the_text(sentence, token, lexicon):
@@ -356,7 +399,7 @@ def leaning_words(sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLIS
                 found.append(f"{token.text} (points into the passage)")
             elif _pronoun_without_antecedent(sentence, token, lexicon, seen_noun):
                 found.append(f"{token.text} (no antecedent)")
-            elif not named and _unanchored_definite(sentence, token, lexicon):
+            elif _unanchored_definite(sentence, token, lexicon):
                 found.append(f"the {token.text} (names nothing the corpus can tell apart)")
             seen_noun = seen_noun or token.upos in NOUN_UPOS or _asks_for_subject(token, lexicon)
     return found
@@ -370,9 +413,10 @@ def question_stands_alone(
     off its parse (UD tags and lemmas, ``lexicon`` for the closed classes): it may not name
     the text ("according to the passage"), point with a demonstrative at something nothing
     else identifies ("for this reason"), use a third-person pronoun with no noun before it
-    ("What did he do?"), or, naming no proper noun or number, rest on a definite noun nothing
-    identifies ("When was the school founded?"). Not in the paper, whose SUT reads the
-    passage (III-C1's spirit: a question is judged as the SUT will see it)."""
+    ("What did he do?"), or rest on a definite noun that nothing in its phrase identifies,
+    even beside a name ("When was the school founded?", "Who founded the school in 1636?").
+    Not in the paper, whose SUT reads the passage (III-C1's spirit: a question is judged as
+    the SUT will see it)."""
     leaning = leaning_words(sentences, lexicon)
     if leaning:
         return CheckResult(

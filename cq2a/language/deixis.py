@@ -23,6 +23,8 @@ class DeixisLexicon:
     expletives: frozenset[str]
     #: Definite articles: "the school" names one only where a passage says which.
     definite_articles: frozenset[str]
+    #: Nouns with one referent wherever they are read ("the world", "the market").
+    unique_nouns: frozenset[str]
     #: Interrogatives: "what document" asks, it does not point; "who ... their" binds "their".
     interrogatives: frozenset[str]
 
@@ -39,5 +41,6 @@ ENGLISH = DeixisLexicon(
     ),
     expletives=frozenset({"it"}),
     definite_articles=frozenset({"the"}),
+    unique_nouns=frozenset("world market economy public dollar".split()),
     interrogatives=frozenset({"who", "what", "which", "whose", "whatever", "whichever"}),
 )
