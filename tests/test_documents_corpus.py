@@ -117,3 +117,11 @@ def test_the_cli_exits_2_on_a_folder_with_nothing_readable(tmp_path, capsys):
     write_image_only_pdf(tmp_path / "scan.pdf")
     assert main(["extract", str(tmp_path)]) == 2
     assert "1 file, none readable: 1 image-only PDF" in capsys.readouterr().err
+
+
+def test_what_reading_did_to_a_pdf_stays_noted_on_its_first_passage(tmp_path):
+    pages = [RHINE, CURIE, NORMANS[:200], NOTICE]
+    write_pdf(tmp_path / "handbook.pdf", pages, furniture=True)
+    contexts, _ = read_contexts(tmp_path, 20_000, 1200)
+    assert contexts[0].note == "8 repeated header/footer lines removed"
+    assert all(context.note is None for context in contexts[1:])

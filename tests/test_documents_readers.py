@@ -84,6 +84,18 @@ def test_page_numbers_count_as_one_line_shape():
     assert removed == 3
 
 
+def test_short_pages_keep_their_body_when_it_repeats_but_for_its_numbers():
+    pages = [
+        f"ACME leave policy\nSection {n}. Staff get {20 + n} days.\nDays expire in March.\nPage {n}"
+        for n in (1, 2, 3)
+    ]
+    kept, removed = without_repeated_lines(pages)
+    assert removed == 6
+    assert kept == [
+        f"Section {n}. Staff get {20 + n} days.\nDays expire in March." for n in (1, 2, 3)
+    ]
+
+
 @pytest.mark.parametrize(
     ("name", "write", "reason"),
     [

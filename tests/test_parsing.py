@@ -234,3 +234,13 @@ def test_spacy_parse_of_squad_contexts_is_well_formed(spacy_parser) -> None:
             for phrase in sentence.phrases:
                 assert 1 <= phrase.start <= phrase.end <= len(tokens)
                 assert all(phrase.start <= i <= phrase.end for i in phrase.clause_tokens)
+
+
+def test_a_blank_line_ends_a_sentence(spacy_parser) -> None:
+    text = "Travel\n\nTravel must be booked through the portal. Globetrotter Ltd runs it."
+    parsed = spacy_parser.parse(Context(id="notes.md#1", context=text))
+    assert [s.text for s in parsed.sentences] == [
+        "Travel",
+        "Travel must be booked through the portal.",
+        "Globetrotter Ltd runs it.",
+    ]

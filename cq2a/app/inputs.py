@@ -136,7 +136,7 @@ def looks_english(text: str) -> bool:
 def clean_context(context: Context, max_chars: int) -> tuple[Context | None, Skip | None]:
     """Repair what can be repaired, skip what cannot."""
     text = unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub(" ", context.context))
-    notes = []
+    notes = [context.note] if context.note else []
     if text != context.context:
         notes.append("control characters replaced")
     text = text.strip()

@@ -23,8 +23,11 @@ def line_shape(line: str) -> str:
 
 
 def _edges(lines: list[str]) -> set[int]:
+    """The lines a header or footer may be: up to ``EDGE_LINES`` at each end, and never the
+    middle line of a short page (a page of four lines has one line of header room at each end)."""
     count = len(lines)
-    return set(range(min(EDGE_LINES, count))) | set(range(max(count - EDGE_LINES, 0), count))
+    room = min(EDGE_LINES, max((count - 1) // 2, 0))
+    return set(range(room)) | set(range(count - room, count))
 
 
 def repeated_shapes(pages: list[list[str]]) -> set[str]:

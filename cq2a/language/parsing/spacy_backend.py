@@ -244,15 +244,31 @@ def from_spacy_doc(
     return ParsedContext(context_id=context_id, parser=parser, sentences=sentences)
 
 
+def paragraph_breaks(doc: Doc) -> Doc:
+    """A blank line ends a sentence: a document's heading ("Travel" above "Travel must be
+    booked...") is a sentence of its own, not the subject of the next one."""
+    for token in doc[1:]:
+        before = doc[token.i - 1]
+        if before.is_space and before.text.count("\n") >= 2 and not token.is_space:
+            token.is_sent_start = True
+    return doc
+
+
 def load_spacy(model: str = SPACY_MODEL) -> Language:
-    """Load the spaCy pipeline, or raise ``ParserUnavailable`` naming the install command."""
+    """Load the spaCy pipeline, or raise ``ParserUnavailable`` naming the install command.
+    Blank lines end sentences before the parser runs (``paragraph_breaks``)."""
     try:
         import spacy
 
-        return spacy.load(model)
+        nlp = spacy.load(model)
     except (ImportError, OSError) as error:
         message = f"spaCy model {model!r} is not installed: run `{SPACY_FIX}`"
         raise ParserUnavailable(message) from error
+    if not type(nlp).has_factory("paragraph_breaks"):
+        type(nlp).component("paragraph_breaks", func=paragraph_breaks)
+    if "parser" in nlp.pipe_names and "paragraph_breaks" not in nlp.pipe_names:
+        nlp.add_pipe("paragraph_breaks", before="parser")
+    return nlp
 
 
 class SpacyParser:
