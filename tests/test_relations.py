@@ -83,3 +83,60 @@ def test_rejections_are_named_and_duplicates_dropped(parsed, lemmatize):
         "entity is not a noun phrase",
         "identical entities",
     ]
+
+
+# An earlier sentence has a verb ("signed") that the relation shares; the triple is read in the
+# later one, which holds its subject, relation and object.
+TREATIES = (
+    "The Franks signed a peace with the Bretons. "
+    "Later, Rollo signed a treaty with King Charles III in 911."
+)
+# SQuAD's Normans passage (tune part): the passage says "gave their name to", not "given".
+GAVE = (
+    "The Normans were the people who in the 10th and 11th centuries gave their name to "
+    "Normandy, a region in France. They were descended from Norse raiders and pirates."
+)
+
+
+def parse(text):
+    return get_parser("spacy").parse(Context(id="c", context=text))
+
+
+def test_a_relation_is_read_in_the_sentence_of_its_entities(lemmatize):
+    proposed = triple("Rollo", "signed", "a treaty")
+    (answer,), dropped = relation_answers([proposed], "c", TREATIES, parse(TREATIES), lemmatize)
+    assert dropped == []
+    later = TREATIES.index("Later")
+    assert answer.sentence_index == 1
+    assert answer.sentence == TREATIES[later:]
+    assert answer.start == TREATIES.index("signed", later)
+    assert TREATIES[answer.start : answer.end] == answer.text == "signed"
+    assert [e.text for e in answer.evidence] == [TREATIES[later:]]
+
+
+def test_a_relation_the_passage_words_otherwise_becomes_the_passages_span(lemmatize):
+    proposed = triple(
+        "Normans",
+        "given",
+        "name to Normandy",
+        explanation="The Normans gave their name to Normandy.",
+    )
+    answers, dropped = relation_answers([proposed], "c", GAVE, parse(GAVE), lemmatize)
+    assert dropped == []
+    (answer,) = answers
+    assert answer.text == "gave their name to"
+    assert GAVE[answer.start : answer.end] == "gave their name to"
+    assert answer.start == GAVE.index("gave")
+    assert answer.sentence_index == 0
+    assert answer.triple.subject == "Normans"
+    assert answer.triple.relation == "gave their name to"
+    assert answer.triple.object == "Normandy"
+
+
+def test_a_relation_outside_its_entities_sentence_is_dropped_with_its_reason(lemmatize):
+    # "signed" is a verb of the passage, but not of the sentence that holds both entities
+    proposed = triple("The Franks", "conquered", "the Bretons")
+    context = TREATIES + " The Normans later conquered England."
+    answers, dropped = relation_answers([proposed], "c", context, parse(context), lemmatize)
+    assert answers == []
+    assert [reason for _, reason in dropped] == ["relation is not in the sentence of its entities"]
