@@ -7,9 +7,9 @@ from cq2a.answers.relations import (
     entities_are_grounded,
     entity_is_nominal,
     relation_answers,
-    relation_verb,
     triple_rejection,
 )
+from cq2a.language.answers import without_entities
 from cq2a.language.parsing import get_parser, lemmatizer
 from cq2a.models.records import AnswerKind, Context
 
@@ -62,11 +62,15 @@ def test_entities_must_be_nominal(parsed):
 
 
 def test_relation_must_be_a_lexical_verb_of_the_context(parsed, lemmatize):
-    assert relation_verb("conquered", parsed[NORMANS], lemmatize) is not None
-    assert relation_verb("conquer", parsed[NORMANS], lemmatize) is not None  # lemma match
-    assert relation_verb("was", parsed[NORMANS], lemmatize) is None  # linking verb
-    assert relation_verb("invaded", parsed[NORMANS], lemmatize) is None  # not in the context
-    assert relation_verb("became", parsed[PAPER], lemmatize) is not None  # irregular: the lemmas
+    def rejection(text, relation, subject="The Normans", obj="England"):
+        return triple_rejection(triple(subject, relation, obj), text, parsed[text], lemmatize)
+
+    assert rejection(NORMANS, "conquered") is None
+    assert rejection(NORMANS, "conquer") is None  # lemma match
+    assert rejection(NORMANS, "was") == "relation is not a lexical verb of the context"
+    assert rejection(NORMANS, "invaded") == "relation is not a lexical verb of the context"
+    # irregular: the lemmas
+    assert rejection(PAPER, "became", "Lucius Harney", "Mr. Royall's boarder") is None
 
 
 def test_rejections_are_named_and_duplicates_dropped(parsed, lemmatize):
@@ -140,3 +144,14 @@ def test_a_relation_outside_its_entities_sentence_is_dropped_with_its_reason(lem
     answers, dropped = relation_answers([proposed], "c", context, parse(context), lemmatize)
     assert answers == []
     assert [reason for _, reason in dropped] == ["relation is not in the sentence of its entities"]
+
+
+def test_a_relation_vote_goes_without_the_entities_its_question_names():
+    entities = ["Normans", "Normandy"]
+    assert without_entities("The Normans gave their name to Normandy.", entities) == (
+        "gave their name to"
+    )
+    assert without_entities("gave their name to Normandy, a region", entities) == (
+        "gave their name to Normandy, a region"
+    )
+    assert without_entities("Normandy", entities) == "Normandy"

@@ -155,7 +155,12 @@ def extract_answers(
     entities = entities_of_set(paper, parsed, context, limits.answers, limits.answer_budget)
     found = relations.answers if relations else []
     pool = target_pool(parsed, context, entities, found, limits.mix)
-    plan = ContextPlan(id=context.id, pool=pool, sentence_spans=sentence_spans(parsed))
+    plan = ContextPlan(
+        id=context.id,
+        pool=pool,
+        sentence_spans=sentence_spans(parsed),
+        dropped_triples=[reason for _, reason in relations.dropped] if relations else [],
+    )
     return Extraction(
         context_id=context.id,
         answers=first_answers(pool, limits.mix, cap),

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field
 
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.adapters.llm.structured import Malformed
-from cq2a.language.lemmas import Lemmatizer, lemma_words
-from cq2a.language.lexicon import NON_LEXICAL_VERBS, mentions, normalise_space, words
+from cq2a.answers.anchors import AnchoredTriple, anchor_triple, find_spans
+from cq2a.language.lemmas import Lemmatizer
+from cq2a.language.lexicon import mentions, normalise_space
 from cq2a.models.records import (
     Answer,
     AnswerKind,
@@ -42,11 +41,8 @@ class ProposedTriples(BaseModel):
 
 def find_span(text: str, phrase: str) -> tuple[int, int] | None:
     """Character span of the first case-insensitive, whole-word occurrence of ``phrase``."""
-    pattern = r"\s+".join(re.escape(part) for part in phrase.split())
-    if not pattern:
-        return None
-    match = re.search(rf"(?<!\w){pattern}(?!\w)", text, flags=re.IGNORECASE)
-    return None if match is None else match.span()
+    spans = find_spans(text, phrase)
+    return spans[0] if spans else None
 
 
 def tokens_in_span(parsed: ParsedContext, start: int, end: int) -> list[tuple[Sentence, Token]]:
@@ -66,50 +62,74 @@ def entities_are_grounded(triple: ProposedTriple, context: str) -> bool:
     )
 
 
-def entity_is_nominal(entity: str, context: str, parsed: ParsedContext) -> bool:
-    """III-A2 rule 2: an entity is a noun or noun phrase (its words hold a noun, not a pronoun)."""
-    span = find_span(context, entity)
-    if span is None:
-        return False
+def span_is_nominal(parsed: ParsedContext, span: tuple[int, int]) -> bool:
+    """III-A2 rule 2: the words of a span hold a noun, and are not a lone pronoun."""
     upos = [token.upos for _, token in tokens_in_span(parsed, *span)]
     return any(tag in NOMINAL_UPOS for tag in upos) and upos != ["PRON"]
 
 
-def relation_verb(
-    relation: str, parsed: ParsedContext, lemmatize: Lemmatizer
-) -> tuple[Sentence, Token] | None:
-    """III-A2 rule 2: the relation is a lexical verb of the context; returns where it occurs.
-
-    A context verb matches when its form or its lemma is a word of the relation or one of the
-    relation's lemmas (the parser's lemmatizer, as the III-C1 checks use it): "conquer" and
-    "conquered" both find "conquered". The relation is lemmatized out of any sentence, so its
-    own forms count too."""
-    relation_words = (set(words(relation)) | set(lemma_words(relation, lemmatize))) - (
-        NON_LEXICAL_VERBS
-    )
-    for sentence in parsed.sentences:
-        for token in sentence.tokens:
-            lemma = token.lemma.lower()
-            if token.upos != "VERB" or lemma in NON_LEXICAL_VERBS:
-                continue
-            if token.text.lower() in relation_words or lemma in relation_words:
-                return sentence, token
-    return None
+def entity_is_nominal(entity: str, context: str, parsed: ParsedContext) -> bool:
+    """III-A2 rule 2: an entity is a noun or noun phrase (its words hold a noun, not a pronoun)."""
+    span = find_span(context, entity)
+    return span is not None and span_is_nominal(parsed, span)
 
 
-def triple_rejection(
+def anchored_or_rejected(
     triple: ProposedTriple, context: str, parsed: ParsedContext, lemmatize: Lemmatizer
-) -> str | None:
-    """Why a proposed triple is dropped, or None when it passes every III-A2 filter."""
+) -> AnchoredTriple | str:
+    """The triple as spans of the passage (``anchor_triple``) when it passes every III-A2
+    filter, else why it is dropped."""
     if normalise_space(triple.subject) == normalise_space(triple.object):
         return "identical entities"
     if not entities_are_grounded(triple, context):
         return "entity missing from context or explanation"
     if not all(entity_is_nominal(e, context, parsed) for e in (triple.subject, triple.object)):
         return "entity is not a noun phrase"
-    if relation_verb(triple.relation, parsed, lemmatize) is None:
-        return "relation is not a lexical verb of the context"
-    return None
+    anchored = anchor_triple(
+        triple.subject, triple.relation, triple.object, context, parsed, lemmatize
+    )
+    if isinstance(anchored, AnchoredTriple) and not span_is_nominal(parsed, anchored.object):
+        return "entity is not a noun phrase"
+    return anchored
+
+
+def triple_rejection(
+    triple: ProposedTriple, context: str, parsed: ParsedContext, lemmatize: Lemmatizer
+) -> str | None:
+    """Why a proposed triple is dropped, or None when it passes every III-A2 filter."""
+    anchored = anchored_or_rejected(triple, context, parsed, lemmatize)
+    return None if isinstance(anchored, AnchoredTriple) else anchored
+
+
+def relation_answer(
+    anchored: AnchoredTriple, triple: ProposedTriple, answer_id: str, context_id: str, context: str
+) -> Answer:
+    """A relation answer: the relation's span as the passage writes it, read in the sentence
+    that holds both entities; the triple as the passage writes its three parts."""
+    sentence, verb = anchored.sentence, anchored.verb
+    subject, relation, obj = (
+        context[start:end] for start, end in (anchored.subject, anchored.relation, anchored.object)
+    )
+    return Answer(
+        id=answer_id,
+        context_id=context_id,
+        kind=AnswerKind.RELATION,
+        text=relation,
+        sentence=sentence.text,
+        sentence_index=sentence.index,
+        start=anchored.relation[0],
+        end=anchored.relation[1],
+        lemma=verb.lemma,
+        upos=verb.upos,
+        triple=Triple(
+            subject=subject,
+            relation=relation,
+            object=obj,
+            proposed=None if relation == triple.relation.strip() else triple.relation,
+        ),
+        explanation=triple.explanation,
+        evidence=[Evidence.of_sentence(sentence)],
+    )
 
 
 def relation_answers(
@@ -119,43 +139,23 @@ def relation_answers(
     parsed: ParsedContext,
     lemmatize: Lemmatizer,
 ) -> tuple[list[Answer], list[tuple[ProposedTriple, str]]]:
-    """Filtered triples as relation answers, and the dropped ones with their reasons."""
+    """Filtered triples as relation answers, and the dropped ones with their reasons. Two
+    triples read as the same spans are one."""
     answers: list[Answer] = []
     dropped: list[tuple[ProposedTriple, str]] = []
-    seen: set[str] = set()
+    seen: set[tuple[tuple[int, int], ...]] = set()
     for triple in proposed:
-        key = "|".join(normalise_space(p) for p in (triple.subject, triple.relation, triple.object))
-        reason = (
-            "duplicate triple"
-            if key in seen
-            else triple_rejection(triple, context, parsed, lemmatize)
-        )
-        seen.add(key)
-        if reason is not None:
-            dropped.append((triple, reason))
+        anchored = anchored_or_rejected(triple, context, parsed, lemmatize)
+        if isinstance(anchored, str):
+            dropped.append((triple, anchored))
             continue
-        found = relation_verb(triple.relation, parsed, lemmatize)
-        assert found is not None  # triple_rejection checked it
-        sentence, verb = found
-        answers.append(
-            Answer(
-                id=f"{context_id}:r{len(answers)}",
-                context_id=context_id,
-                kind=AnswerKind.RELATION,
-                text=triple.relation.strip(),
-                sentence=sentence.text,
-                sentence_index=sentence.index,
-                start=verb.start,
-                end=verb.end,
-                lemma=verb.lemma,
-                upos=verb.upos,
-                triple=Triple(
-                    subject=triple.subject, relation=triple.relation, object=triple.object
-                ),
-                explanation=triple.explanation,
-                evidence=[Evidence.of_sentence(sentence)],
-            )
-        )
+        key = (anchored.subject, anchored.relation, anchored.object)
+        if key in seen:
+            dropped.append((triple, "duplicate triple"))
+            continue
+        seen.add(key)
+        answer_id = f"{context_id}:r{len(answers)}"
+        answers.append(relation_answer(anchored, triple, answer_id, context_id, context))
     return answers, dropped
 
 

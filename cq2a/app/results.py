@@ -18,7 +18,7 @@ from cq2a.app.outcome import Outcome
 from cq2a.app.rundir import RunPlan, package_versions
 from cq2a.models.bugs import BugRecord
 from cq2a.models.candidates import test_cases_of
-from cq2a.models.records import Answer, Candidate, Context, Skip, TestCase, Verdict
+from cq2a.models.records import Answer, Candidate, Context, ContextPlan, Skip, TestCase, Verdict
 from cq2a.runtime.services import Services
 from cq2a.settings import Settings
 
@@ -87,6 +87,7 @@ class ResultFiles:
         candidates: list[Candidate] = values.get("candidates") or []
         answers: list[Answer] = values.get("answers") or []
         verdicts: list[Verdict] = values.get("verdicts") or []
+        plans: list[ContextPlan] = values.get("plans") or []
         graph_skips: list[Skip] = values.get("skipped") or []
         cases = test_cases_of(candidates, {c.id: c for c in contexts})
         rejected = [c for c in candidates if c.status == "rejected"]
@@ -109,6 +110,7 @@ class ResultFiles:
             "rejected": len(rejected),
             "pending": len(pending),
             "relations_failed": llm_failed,
+            "triples_dropped": dict(Counter(r for plan in plans for r in plan.dropped_triples)),
             "llm_errors": sum(c.error is not None for c in candidates) + llm_failed,
             "rejection_reasons": dict(Counter(r.value for c in rejected for r in c.reasons)),
             "accepted_by_kind": dict(Counter(case.kind.value for case in cases)),

@@ -17,6 +17,7 @@ from cq2a.language.answers import (
     canonical_abstention,
     normalize_answer,
     strip_restated_question,
+    without_entities,
 )
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.retrieval import Hit
@@ -58,11 +59,17 @@ def ask_over(
     )
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
-    # sentence that restates the question is cut to the words it adds (compared as lemmas).
+    # sentence that restates the question is cut to the words it adds (compared as lemmas); a
+    # relation's question names both its entities, which its answer then goes without.
+    triple = candidate.answer.triple
+    entities = [triple.subject, triple.object] if triple else []
     spans = [
         canonical_abstention(
-            align_to_context(
-                strip_restated_question(normalize_answer(text), question, lemmatize), passage
+            without_entities(
+                align_to_context(
+                    strip_restated_question(normalize_answer(text), question, lemmatize), passage
+                ),
+                entities,
             )
         )
         for text in texts

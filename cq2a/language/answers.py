@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Sequence
 
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import ARTICLES, FUNCTION_WORDS, NON_LEXICAL_VERBS, words
@@ -140,6 +141,22 @@ def _word_lemma(word: str, lemmatize: Lemmatizer) -> str:
     """One word's lemma (the word itself when the parser reads it as punctuation)."""
     found = lemmatize(word)
     return found[0][0] if found else word
+
+
+def without_entities(answer: str, entities: Sequence[str]) -> str:
+    """A relation's answer without the entities its question names: asked "What did the
+    Normans do regarding Normandy?", a re-asker says the relation with its object ("gave their
+    name to Normandy"), and the relation is the words before it. An answer that is only an
+    entity is returned unchanged."""
+    cut = answer
+    for entity in entities:
+        name = r"\s+".join(re.escape(part) for part in entity.split())
+        if not name:
+            continue
+        article = r"(?:(?:the|a|an)\s+)?"
+        cut = re.sub(rf"^\s*{article}{name}(?!\w)[\s,]*", "", cut, flags=re.IGNORECASE)
+        cut = re.sub(rf"[\s,]*(?<!\w){article}{name}[\s.,;:!?]*$", "", cut, flags=re.IGNORECASE)
+    return cut.strip() or answer
 
 
 def strip_restated_question(

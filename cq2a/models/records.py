@@ -179,9 +179,14 @@ class Evidence(BaseModel):
 
 
 class Triple(BaseModel):
+    """A relation triple as its passage writes it (III-A2)."""
+
     subject: str
     relation: str
     object: str
+    proposed: str | None = Field(
+        None, description="The relation as the LLM wrote it, where the passage words it otherwise."
+    )
 
     def as_text(self) -> str:
         return f"[{self.subject}, {self.relation}, {self.object}]"
@@ -429,6 +434,9 @@ class ContextPlan(BaseModel):
     pool: list[Answer] = Field(default_factory=list)
     sentence_spans: list[tuple[int, int]] = Field(default_factory=list)
     coverage_rounds: int = 0
+    dropped_triples: list[str] = Field(
+        default_factory=list, description="Why each proposed relation triple was dropped (III-A2)."
+    )
 
 
 class Skip(BaseModel):

@@ -1,0 +1,99 @@
+"""A relation question end to end: the compiled graph on SQuAD's Normans passage, with every LLM
+role played by the scripted server over HTTP. The LLM proposes a relation the passage words
+otherwise ("given" for "gave their name to"); the triple is read as the passage's spans, its
+question is re-asked and answered by that span, and it is accepted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cq2a
+from cq2a.app.results import ResultFiles
+from cq2a.graph import build_graph
+from cq2a.models.records import AnswerKind, Context
+from cq2a.runtime.services import release_services
+from cq2a.settings import LLMSpec, Settings, SUTSpec
+from cq2a.testing.script import PipelineScript
+
+SQUAD = Path(cq2a.__file__).parent / "data" / "squad2_dev_sample.jsonl"
+PASSAGE = Context(id="normans", context=json.loads(SQUAD.read_text().splitlines()[0])["context"])
+QUESTION = "What did the Normans do regarding Normandy in the 10th and 11th centuries?"
+SPAN = "gave their name to"
+TRIPLES = [
+    {
+        "subject": "Normans",
+        "relation": "given",
+        "object": "name to Normandy",
+        "explanation": "The Normans gave their name to Normandy, a region in France.",
+    },
+    {
+        "subject": "Rollo",
+        "relation": "ruled",
+        "object": "the Vikings",
+        "explanation": "Rollo ruled the Vikings.",
+    },
+]
+
+
+def relation_sut(items: list[Any]) -> list[str]:
+    return [SPAN for _ in items]
+
+
+@pytest.fixture(autouse=True)
+def fresh_services():
+    release_services()
+    yield
+    release_services()
+
+
+def questions(triple: str, has_feedback: bool) -> list[dict[str, str]]:
+    assert triple == f"[Normans, {SPAN}, Normandy]"
+    explanation = f"The Normans {SPAN} Normandy, so the relation is '{SPAN}'. Triple: {triple}."
+    return [{"question": QUESTION, "explanation": explanation}]
+
+
+def votes(question: str) -> list[str]:
+    """The re-asker says the relation with the object the question names, as models do."""
+    assert question == QUESTION
+    return ["They gave their name to Normandy.", "gave their name to Normandy", "Rollo"]
+
+
+def test_a_proposed_relation_is_asked_as_the_passages_span_and_accepted(
+    scripted_llm, spacy_parser, tmp_path
+) -> None:
+    PipelineScript(questions=questions, votes=votes, triples=TRIPLES).install(scripted_llm.rules)
+    spec = {"backend": "compatible", "base_url": scripted_llm.base_url, "model": "scripted"}
+    settings = Settings(
+        generator=LLMSpec(**spec),
+        reasker=LLMSpec(**spec),
+        judge=LLMSpec(**spec, temperature=0.0),
+        sut=SUTSpec(kind="callable", model="tests.test_relations_graph:relation_sut"),
+        question_mix="relation=1",
+        answers_per_context=1,
+        questions_per_relation=1,
+        coverage_rounds=0,
+        cache_path="off",
+        probe_judge=False,
+        preflight=False,
+        llm_retries=1,
+    )
+    values = build_graph().invoke({"contexts": [PASSAGE]}, context=settings)
+
+    (candidate,) = values["candidates"]
+    answer = candidate.answer
+    assert answer.kind is AnswerKind.RELATION and answer.text == SPAN
+    assert PASSAGE.context[answer.start : answer.end] == SPAN
+    assert answer.triple.proposed == "given"
+    assert candidate.status == "accepted", candidate.current
+    assert candidate.current.majority_answer == SPAN
+    assert candidate.current.votes[:2] == [SPAN, SPAN]
+    (verdict,) = values["verdicts"]
+    assert verdict.gold_answer == SPAN and not verdict.bug
+
+    counts = ResultFiles(tmp_path).write(values, [PASSAGE], [])
+    assert counts["accepted_by_kind"] == {"relation": 1}
+    assert counts["triples_dropped"] == {"entity missing from context or explanation": 1}
