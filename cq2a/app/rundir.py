@@ -74,10 +74,13 @@ class RunPlan:
 
     @property
     def config(self) -> dict[str, Any]:
-        """The LangGraph config: the run's thread (its checkpoints) and its limits."""
+        """The LangGraph config: the run's thread (its checkpoints) and its limits.
+
+        Every context's task gets a thread (it waits there for its place, see
+        ``run_context_graph``), and one more is left for the stream's waiter."""
         return {
             "configurable": {"thread_id": self.run_id},
-            "max_concurrency": max(self.settings.concurrency, 2),
+            "max_concurrency": len(self.contexts) + 2,
             "recursion_limit": 200 + 20 * len(self.contexts),
         }
 
