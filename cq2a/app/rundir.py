@@ -53,6 +53,9 @@ RUNTIME_SETTINGS = (
 )
 RUNTIME_LLM_FIELDS = ("base_url", "timeout_s", "supports_n")
 RUNTIME_SUT_FIELDS = ("base_url", "batch_size", "device", "timeout_s")
+#: The most contexts given a thread of their own at once (each waits there for its place among
+#: those that run, ``concurrency``); the threads of a large corpus stay bounded.
+WAITING_CONTEXTS = 256
 
 
 class RunDirError(RuntimeError):
@@ -76,11 +79,13 @@ class RunPlan:
     def config(self) -> dict[str, Any]:
         """The LangGraph config: the run's thread (its checkpoints) and its limits.
 
-        Every context's task gets a thread (it waits there for its place, see
-        ``run_context_graph``), and one more is left for the stream's waiter."""
+        Every context's task gets a thread, up to ``WAITING_CONTEXTS`` (it waits there for its
+        place, see ``cq2a.nodes.context``), and one more is left for the stream's waiter: its
+        trace events then reach the progress line as they happen. Past that many contexts, the
+        events of a step wait for a thread, which the next context to finish frees."""
         return {
             "configurable": {"thread_id": self.run_id},
-            "max_concurrency": len(self.contexts) + 2,
+            "max_concurrency": min(len(self.contexts), WAITING_CONTEXTS) + 2,
             "recursion_limit": 200 + 20 * len(self.contexts),
         }
 
