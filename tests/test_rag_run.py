@@ -180,6 +180,9 @@ def test_the_rag_demo_runs_bm25_over_the_whole_sample_with_the_question_alone(
     record = out.read_json(tmp_path / "demo" / out.RUN)
     assert record["models"]["sut"] == "rag:bm25"
     assert record["settings"]["sut"]["input"] == "question"
+    # the run is limited to one context: the rest of the sample is the retriever's corpus
+    assert record["settings"]["sut"]["corpus"] == str(tmp_path / "demo" / out.CORPUS)
+    assert len(out.read_jsonl(tmp_path / "demo" / out.CORPUS)) == 93
     reads = [p for p in prompts if p.startswith("Read the passages")]
     verdicts = out.read_jsonl(tmp_path / "demo" / out.VERDICTS)
     assert verdicts and len(reads) == len(verdicts) + 1  # and the preflight question
@@ -191,3 +194,31 @@ def test_the_rag_demo_runs_bm25_over_the_whole_sample_with_the_question_alone(
     assert all(b["cause"] in {"retrieval_miss", "reader_error"} for b in bugs)
     if bugs:
         assert "bugs by cause:" in printed
+
+
+def test_the_rag_demo_on_documents_retrieves_from_every_passage_of_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number, item in enumerate(worker.contexts(3)):
+        (folder / f"page{number}.txt").write_text(item.context, encoding="utf-8")
+    with ScriptedLLMServer() as server:
+        monkeypatch.setenv("CQ2A_SUT__BACKEND", "compatible")
+        monkeypatch.setenv("CQ2A_SUT__BASE_URL", server.base_url)
+        script = standalone_script()
+        script.sut = lambda question: "Normandy"
+        script.install(server.rules)
+        code = main(
+            ["demo", str(folder), "--rag", "--limit", "1", "--out", str(tmp_path / "demo")]
+            + [*SMALL, *COMMON, "--base-url", server.base_url]
+        )
+    assert code == 0
+    corpus = out.read_jsonl(tmp_path / "demo" / out.CORPUS)
+    assert sorted(row["id"].split("#")[0] for row in corpus) == [
+        "page0.txt",
+        "page1.txt",
+        "page2.txt",
+    ]
+    tested = {case["context_id"] for case in out.read_jsonl(tmp_path / "demo" / out.TEST_CASES)}
+    assert len(tested) <= 1 and tested <= {row["id"] for row in corpus}

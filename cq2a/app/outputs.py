@@ -25,6 +25,8 @@ RUN = "run.json"
 TRACE = "trace.jsonl"
 CHECKPOINTS = "checkpoints.sqlite"
 LLM_CACHE = "llm_cache.sqlite"
+#: The whole input's passages, for a retrieval SUT of a run limited to its first contexts.
+CORPUS = "corpus.jsonl"
 PARTIAL = "partial"
 
 

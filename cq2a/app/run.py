@@ -27,6 +27,7 @@ from cq2a.app.rundir import (
     plan_run,
     prepare_run_dir,
     recorded_spend,
+    write_corpus,
 )
 from cq2a.graph.graph import PER_CONTEXT
 from cq2a.language.parsing.base import ParserUnavailable
@@ -88,6 +89,7 @@ def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool
     if retry_errors:
         check_retryable(plan.run_dir, plan.run_id, plan.settings)
     prepare_run_dir(plan.run_dir, plan.run_id, resume=resume, force=force)
+    write_corpus(plan)
     release_services()
 
 

@@ -74,6 +74,8 @@ class RunPlan:
     settings: Settings
     run_id: str
     started: float
+    #: The passages a retrieval SUT searches beyond the run's own (``write_corpus``).
+    corpus: tuple[Context, ...] = ()
 
     @property
     def config(self) -> dict[str, Any]:
@@ -99,7 +101,11 @@ def plan_run(
     contexts, skipped = read_contexts(
         input_path, settings.max_context_chars, settings.passage_chars
     )
+    corpus: tuple[Context, ...] = ()
     if limit is not None:
+        if limit < len(contexts) and settings.sut.question_alone and not settings.sut.corpus:
+            corpus = tuple(contexts)
+            settings = settings.with_overrides(**{"sut.corpus": str(run_dir / out.CORPUS)})
         contexts = contexts[:limit]
     if not contexts:
         reasons = Counter(s.reason for s in skipped)
@@ -108,7 +114,17 @@ def plan_run(
     if settings.cache_path is None:
         settings = settings.model_copy(update={"cache_path": str(run_dir / out.LLM_CACHE)})
     run_id = fingerprint(contexts, settings)
-    return RunPlan(input_path, run_dir, contexts, skipped, settings, run_id, started)
+    return RunPlan(input_path, run_dir, contexts, skipped, settings, run_id, started, corpus)
+
+
+def write_corpus(plan: RunPlan) -> None:
+    """A run limited to its first contexts whose SUT gets the question alone still searches the
+    whole input: its passages go to the run's ``corpus.jsonl``, the ``sut.corpus`` the
+    retrieval SUT and the corpus-wide re-ask read beside the run's own contexts."""
+    if not plan.corpus:
+        return
+    lines = (json.dumps({"id": c.id, "context": c.context}) for c in plan.corpus)
+    (plan.run_dir / out.CORPUS).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def fingerprint(contexts: list[Context], settings: Settings) -> str:

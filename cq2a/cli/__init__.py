@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         if args.rag and args.out == DEMO_OUT:
             args.out = f"{DEMO_OUT}-rag"  # a run directory holds one run's settings
-        return command_run(args, demo_input(), demo_settings(rag=args.rag))
+        source = Path(args.input) if args.input else demo_input()
+        return command_run(args, source, demo_settings(rag=args.rag))
     commands = {
         "test": command_test,
         "suite": command_suite,

@@ -22,11 +22,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_options(run)
 
     demo = commands.add_parser("demo", help="a small run on the shipped SQuAD sample, offline")
+    demo.add_argument(
+        "input",
+        nargs="?",
+        default=None,
+        help="your own input instead of the shipped sample (JSONL, or documents: a .txt, .md, "
+        ".html or .pdf file, a folder of them, or a glob)",
+    )
     add_run_options(demo, default_out=DEMO_OUT, default_limit=2)
     demo.add_argument(
         "--rag",
         action="store_true",
-        help="test a retrieval SUT: rag:bm25 over the whole sample, asked the question alone "
+        help="test a retrieval SUT: rag:bm25 over the whole input, asked the question alone "
         "(out: runs/demo-rag)",
     )
 

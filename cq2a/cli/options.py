@@ -92,8 +92,8 @@ def demo_settings(rag: bool = False) -> Settings:
     at about the cost of five with two each (evals/README.md#the-demo).
 
     ``rag``: the SUT is ``rag:bm25``, asked the question alone, retrieving from the whole
-    shipped sample (the tests come from its first contexts only), so a bug can be a retrieval
-    miss as well as a reader error."""
+    input (the tests come from its first contexts only: a limited run keeps the rest as the
+    retriever's corpus), so a bug can be a retrieval miss as well as a reader error."""
     overrides: dict[str, Any] = {
         "answers_per_context": 8,
         "questions_per_entity": 1,
@@ -104,6 +104,5 @@ def demo_settings(rag: bool = False) -> Settings:
             "sut.kind": "rag",
             "sut.model": "bm25",
             "sut.input": "question",
-            "sut.corpus": str(demo_input()),
         }
     return Settings().with_overrides(**overrides)
