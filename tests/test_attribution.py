@@ -131,3 +131,10 @@ def test_a_verdict_records_the_passages_and_the_cause() -> None:
     assert attributed(verdict(True), case(), "Charles", False) == verdict(True)
     failed = attributed(verdict(False), case(), SUTError("down"), True)
     assert failed.cause is None
+
+
+def test_a_character_that_lowers_to_two_keeps_the_offsets_in_step() -> None:
+    passage = "İstanbul is big. The bridge opened in 1973 and spans the Bosphorus strait."
+    retrieved = "The bridge opened in 1973 and spans the Bosphorus strait."
+    start, end = located_span(retrieved, passage)  # raised IndexError: "İ" lowers to "i̇"
+    assert passage[start:end] == retrieved

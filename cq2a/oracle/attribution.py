@@ -46,8 +46,9 @@ def normalised(text: str) -> tuple[str, list[int]]:
             chars.append(" ")
             offsets.append(match.start() - 1)
         for offset in range(match.start(), match.end()):
-            chars.append(text[offset].lower())
-            offsets.append(offset)
+            for char in text[offset].lower():  # "İ" lowers to two characters
+                chars.append(char)
+                offsets.append(offset)
     return "".join(chars), offsets
 
 
