@@ -124,17 +124,23 @@ def reask_over_corpus(
     a retrieval system would read them; the majority answer and the passages are recorded, and
     compared with the gold answer as the own-passage majority is (``compare_with_gold``).
 
+    The question's own passage is always among them (after the hits when the search missed
+    it): the re-ask asks whether another passage answers otherwise, not whether the search
+    finds the evidence, which is what a retrieval miss of the SUT under test must show.
     When the search finds only the question's own passage (or nothing), no other passage could
     answer it otherwise, and nothing is asked."""
     hits = search(candidate.current.question)
     if all(hit.id == context.id for hit in hits):
         return candidate
-    passage = "\n\n".join(hit.text for hit in hits)
+    read = [(hit.id, hit.text) for hit in hits]
+    if context.id not in {passage_id for passage_id, _ in read}:
+        read.append((context.id, context.context))
+    passage = "\n\n".join(text for _, text in read)
     _, answers = ask_over(client, candidate, passage, votes, seed_offset, lemmatize)
     winner, count = majority_vote(answers)
     return with_attempt(
         candidate,
-        corpus_passages=[hit.id for hit in hits],
+        corpus_passages=[passage_id for passage_id, _ in read],
         corpus_votes=answers,
         corpus_answer=winner,
         corpus_count=count,
