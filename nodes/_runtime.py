@@ -41,7 +41,7 @@ def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:
     run = services(runtime)
     if not run.settings.sut.question_alone:
         return None
-    index = run.corpus if run.corpus is not None else run.index_corpus(checkpointed_contexts())
+    index = run.corpus_index(checkpointed_contexts)
     return partial(index.top, k=run.settings.corpus_top_k)
 
 

@@ -9,8 +9,8 @@ server loads each once however many threads it serves. ``release_services`` ends
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
@@ -34,6 +34,7 @@ class Services:
     #: The run's contexts as one searchable corpus (``index_corpus``), for the re-ask over the
     #: corpus when the SUT gets the question alone.
     corpus: PassageIndex | None = None
+    _corpus_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def index_corpus(self, contexts: Sequence[Context]) -> PassageIndex:
         """Index the run's contexts as its corpus, beside the passages of ``sut.corpus`` (the
@@ -44,6 +45,15 @@ class Services:
         own = [(context.id, context.context) for context in contexts]
         self.corpus = PassageIndex(list({**dict(extra), **dict(own)}.items()))
         return self.corpus
+
+    def corpus_index(self, contexts: Callable[[], Sequence[Context]]) -> PassageIndex:
+        """The run's corpus index, built once from ``contexts()`` when the run has none yet (a
+        resumed run): the contexts that resume at once wait for one build, not one each."""
+        with self._corpus_lock:
+            if self.corpus is None:
+                self.index_corpus(contexts())
+            assert self.corpus is not None
+            return self.corpus
 
     @cached_property
     def llm(self) -> LLMRuntime:
