@@ -76,6 +76,10 @@ CLAUSAL_DEPRELS = frozenset({"ccomp", "xcomp", "csubj", "advcl"})
 CLAUSE_UPOS = frozenset({"VERB", "AUX"})
 #: Words that name something on their own ("Harvard", "1636").
 ANCHOR_UPOS = frozenset({"PROPN", "NUM"})
+#: Entity labels (OntoNotes) of dates and amounts: they narrow a question, they name nothing.
+AMOUNT_LABELS = frozenset(
+    {"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"}
+)
 
 
 def explanation_is_complete(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
@@ -402,7 +406,53 @@ def leaning_words(sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLIS
             elif _unanchored_definite(sentence, token, lexicon):
                 found.append(f"the {token.text} (names nothing the corpus can tell apart)")
             seen_noun = seen_noun or token.upos in NOUN_UPOS or _asks_for_subject(token, lexicon)
+    if not found and _names_nothing(sentences, lexicon):
+        found.append("(names nothing but dates and amounts)")
     return found
+
+
+def _dates_a_definite_noun(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
+    """ "1973" in "the 1973 oil crisis": a date inside the phrase of a definite noun that
+    follows it, which makes a name of the phrase ("post 2008 undergraduates" is no name)."""
+    head = sentence.tokens[token.head - 1] if token.head else None
+    if head is None or head.upos != "NOUN" or head.index < token.index:
+        return False
+    articles = [d for d in _dependents(sentence, head) if d.deprel == "det"]
+    return any(d.lemma.lower() in lexicon.definite_articles for d in articles)
+
+
+def _names_nothing(sentences: Sequence[Sentence], lexicon: DeixisLexicon) -> bool:
+    """ "What is the total cost of attendance in 2012-13?", "How many courses must
+    undergraduates take?": no name in the whole question, only common nouns, dates and
+    amounts, so nothing says whose cost or which undergraduates. A date before its noun
+    ("the 1973 oil crisis") names an event, a superlative ("the world's largest library
+    system"), a noun with one referent anywhere ("the market") or a quoted
+    term ("what does 'float' mean") singles out what it asks about."""
+    for sentence in sentences:
+        amounts = {
+            index
+            for entity in sentence.entities
+            if entity.label in AMOUNT_LABELS
+            for index in range(entity.start, entity.end + 1)
+        }
+        dates = {
+            index
+            for entity in sentence.entities
+            if entity.label == "DATE"
+            for index in range(entity.start, entity.end + 1)
+        }
+        if any(entity.label not in AMOUNT_LABELS for entity in sentence.entities):
+            return False
+        for token in sentence.tokens:
+            if token.upos == "PROPN" and token.index not in amounts:
+                return False
+            if token.index in dates and _dates_a_definite_noun(sentence, token, lexicon):
+                return False
+            if token.xpos in lexicon.superlative_tags or token.text in lexicon.quotation_marks:
+                return False
+            if token.upos == "NOUN" and token.lemma.lower() in lexicon.unique_nouns:
+                return False
+    return True
 
 
 def question_stands_alone(

@@ -27,6 +27,10 @@ class DeixisLexicon:
     unique_nouns: frozenset[str]
     #: Interrogatives: "what document" asks, it does not point; "who ... their" binds "their".
     interrogatives: frozenset[str]
+    #: The parser's language-specific tags of superlatives ("the largest library" is one).
+    superlative_tags: frozenset[str] = frozenset()
+    #: Quotation marks: a quoted term ("what does 'float' mean") is named by the quote.
+    quotation_marks: frozenset[str] = frozenset()
 
 
 ENGLISH = DeixisLexicon(
@@ -43,4 +47,6 @@ ENGLISH = DeixisLexicon(
     definite_articles=frozenset({"the"}),
     unique_nouns=frozenset("world market economy public dollar".split()),
     interrogatives=frozenset({"who", "what", "which", "whose", "whatever", "whichever"}),
+    superlative_tags=frozenset({"JJS", "RBS"}),
+    quotation_marks=frozenset({"'", '"', "\u2018", "\u2019", "\u201c", "\u201d", "``", "''"}),
 )
