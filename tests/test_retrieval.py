@@ -1,3 +1,9 @@
+import json
+
+import pytest
+
+from cq2a.adapters.sut.base import SUTError
+from cq2a.adapters.sut.rag import read_corpus
 from cq2a.language.retrieval import PassageIndex
 
 PASSAGES = [
@@ -21,3 +27,27 @@ def test_passages_sharing_no_term_are_not_returned() -> None:
 def test_an_empty_index_or_query_returns_nothing() -> None:
     assert PassageIndex([]).top("Normandy", k=3) == []
     assert PassageIndex(PASSAGES).top("   ", k=3) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"id": "a", "context": "Harvard was founded in 1636."', "not JSON"),
+        ('{"id": "a", "text": "Harvard was founded in 1636."}', "not an object"),
+        ('["a", "Harvard was founded in 1636."]', "not an object"),
+    ],
+)
+def test_a_malformed_corpus_line_names_its_file_and_line(tmp_path, line, problem) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    good = json.dumps({"id": "b", "context": "Yale was founded in 1701."})
+    corpus.write_text(f"{good}\n{line}\n", encoding="utf-8")
+    with pytest.raises(SUTError, match=rf"corpus.jsonl line 2 is {problem}"):
+        read_corpus(corpus)
+
+
+def test_a_corpus_file_reads_its_passages(tmp_path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"id": 7, "context": "Yale was founded in 1701."}) + "\n\n", encoding="utf-8"
+    )
+    assert read_corpus(corpus) == [("7", "Yale was founded in 1701.")]

@@ -64,7 +64,31 @@ def reading_prompt(question: str, passages: list[str]) -> LanguageModelInput:
 
 
 def read_corpus(path: str | Path) -> list[tuple[str, str]]:
-    """A corpus file's passages as ``(id, text)``: JSONL, ``{"id", "context"}`` per line."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
-    return [(str(row["id"]), str(row["context"])) for row in rows]
+    """A corpus file's passages as ``(id, text)``: JSONL, ``{"id", "context"}`` per line.
+
+    A file that cannot be read, or a line that is not such an object, is a ``SUTError`` that
+    names the file and the line: the SUT would otherwise search a corpus short of passages."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise SUTError(f"cannot read the SUT's corpus {path}: {error}") from error
+    return [
+        _corpus_passage(path, number, line)
+        for number, line in enumerate(lines, start=1)
+        if line.strip()
+    ]
+
+
+def _corpus_passage(path: str | Path, number: int, line: str) -> tuple[str, str]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        row, problem = None, f"not JSON ({error.msg})"
+    if row is not None:
+        if isinstance(row, dict) and isinstance(row.get("context"), str) and "id" in row:
+            return str(row["id"]), row["context"]
+        problem = "not an object with an id and a context text"
+    raise SUTError(
+        f"{path} line {number} is {problem}: each line of the SUT's corpus (sut.corpus) is "
+        '{"id": ..., "context": "..."}; fix or remove it'
+    )
