@@ -213,3 +213,68 @@ def test_recall_on_passages_gives_each_passage_its_own_budget():
     assert found.passage_chars == 300 and found.passages_per_context > 1
     kept = sum(kind.per_context for kind in found.sets[0].per_kind.values())
     assert kept == pytest.approx(found.passages_per_context, abs=0.11)
+
+
+# ---- the scale benchmark's inputs and script ----
+
+
+def test_scale_inputs_repeat_the_passages_with_distinct_ids_and_texts():
+    from evals import scale
+
+    made = scale.copied_contexts(200)
+    passages = scale.SQUAD.read_text(encoding="utf-8").splitlines()
+    assert len(made) == 200 > 2 * len(passages)
+    assert len({row["id"] for row in made}) == 200
+    assert len({row["context"] for row in made}) == 200
+    first, again = made[0], made[len(passages)]
+    assert first["id"].endswith("-copy0") and again["id"].endswith("-copy1")
+    assert first["context"].removesuffix("This is copy 0 of the passage.") == again[
+        "context"
+    ].removesuffix("This is copy 1 of the passage.")
+
+
+def scale_request(system: str, user: str, n: int = 1) -> dict[str, object]:
+    from cq2a.adapters.llm.prompts import load_prompt
+
+    messages = [
+        {"role": "system", "content": load_prompt(system)},
+        {"role": "user", "content": user},
+    ]
+    return {"model": "scripted", "messages": messages, "n": n}
+
+
+def test_scale_script_answers_from_the_request_alone():
+    """Two fresh servers, as two processes would be, give the same replies, and the second
+    re-asks a question only the first wrote with its gold answer."""
+    import urllib.request
+
+    from evals import reliability_worker as worker
+
+    def post(server: ScriptedLLMServer, body: dict[str, object]) -> list[object]:
+        request = urllib.request.Request(
+            f"{server.base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            choices = json.loads(response.read())["choices"]
+        return [c["message"]["content"] for c in choices]
+
+    passage = "Rollo signed a treaty with King Charles III of West Francia in 911."
+    generate = scale_request(
+        "entity_questions.system",
+        f"Passage: {passage}\n\nSentence with the blank: Rollo signed a treaty in ____.\n"
+        'Target answer: 911\n\nWrite 2 different questions whose answer is "911", each asking '
+        "for the words in the blank.",
+    )
+    with ScriptedLLMServer() as first, ScriptedLLMServer() as second:
+        worker.script().install(first.rules)
+        worker.script().install(second.rules)
+        written = post(first, generate)
+        assert written == post(second, generate)
+        question = json.loads(str(written[0]))["questions"][0]["question"]
+        assert "911" not in question
+        reask = scale_request(
+            "reask.system", f"Context: {passage}\n\nQuestion: {question}\nAnswer:", n=5
+        )
+        assert post(second, reask) == ["911"] * 5 == post(first, reask)

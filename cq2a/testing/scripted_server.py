@@ -207,7 +207,8 @@ class ScriptedLLMServer:
     ``honour_n=False`` returns one choice whatever ``n`` asks, like llama-cpp-python's server.
     ``slots=N`` behaves like llama.cpp's native server with ``--parallel N``: ``GET /props``
     reports ``total_slots``, and a request for more than N choices is refused (HTTP 400).
-    Faults come from ``fail_next`` first, then from ``faults``. Only chat requests are recorded.
+    Faults come from ``fail_next`` first, then from ``faults``. Only chat requests are recorded;
+    ``keep_requests=False`` only counts them (``served``), so a long benchmark's server stays small.
     """
 
     def __init__(
@@ -221,11 +222,14 @@ class ScriptedLLMServer:
         retry_after_s: float = 0.05,
         timeout_hold_s: float = 2.0,
         model: str = "scripted-model",
+        keep_requests: bool = True,
     ) -> None:
         self.responder: Responder = responder if responder is not None else Rules()
         self.honour_n, self.latency_s, self.faults = honour_n, latency_s, faults
         self.slots = slots
         self.retry_after_s, self.timeout_hold_s, self.model = retry_after_s, timeout_hold_s, model
+        self.keep_requests = keep_requests
+        self.served = 0
         self._records: list[RecordedRequest] = []
         self._queued: deque[str] = deque()
         self._lock = threading.Lock()
@@ -296,7 +300,9 @@ class ScriptedLLMServer:
     def _answer(self, handler: _Handler, raw: bytes) -> None:
         record = RecordedRequest(body={}, n=1, started=time.time())
         with self._lock:
-            self._records.append(record)
+            self.served += 1
+            if self.keep_requests:
+                self._records.append(record)
         try:
             record.body = json.loads(raw or b"{}")
             request = ChatRequest.from_body(record.body)
