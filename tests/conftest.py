@@ -6,6 +6,7 @@ import pytest
 
 from cq2a.language.parsing import Parser, get_parser, parser_available
 from cq2a.testing.scripted_server import ScriptedLLMServer
+from tests.services import Postgres, running_postgres
 
 
 @pytest.fixture
@@ -22,3 +23,16 @@ def spacy_parser() -> Parser:
     if not usable:
         pytest.skip(f"spaCy model missing: {fix}")
     return get_parser("spacy")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A throwaway PostgreSQL cluster for the session (see tests/services.py)."""
+    with running_postgres() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres: Postgres) -> str:
+    """`postgresql://postgres@127.0.0.1:PORT/cq2a_test`, trust auth, loopback only."""
+    return postgres.url
