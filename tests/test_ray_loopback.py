@@ -28,7 +28,7 @@ def short_workdir() -> Iterator[Path]:
 
 
 def test_a_killed_actor_raises_actor_died_and_ray_stays_on_loopback(short_workdir: Path) -> None:
-    env = os.environ | {"RAY_USAGE_STATS_ENABLED": "0"}
+    env = os.environ | {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     started = time.monotonic()
     done = run_in_loopback_namespace(
         [sys.executable, str(SCENARIO), str(short_workdir)], timeout=120, env=env
