@@ -24,7 +24,7 @@ YALE = Context(
     "Connecticut Colony.",
 )
 #: Both passages name a university that was founded: a search finds both for it.
-VAGUE = "Which university was founded by a colonial court?"
+VAGUE = "Which university in New England was founded by a colonial court?"
 #: Only the Yale passage shares a word with it: nothing else could answer it.
 YALE_ONLY = "Which school did Congregationalist ministers establish?"
 QUESTION_SUT = SUTSpec(kind="callable", model="tests.test_graph:recording_sut", input="question")
