@@ -18,13 +18,16 @@ from cq2a.settings import Settings
 
 
 def services(runtime: Runtime[Settings]) -> Services:
-    """The services of this run, keyed by the thread id so runs do not share a spending meter."""
+    """The services of this run, keyed so runs do not share a spending meter: by the config's
+    ``run_id`` where the run spans several threads (``cq2a run``: one per context), else by
+    the thread id."""
     settings = runtime.context
     try:
-        run_key = str(get_config().get("configurable", {}).get("thread_id", "default"))
+        configurable = get_config().get("configurable", {})
     except RuntimeError:
-        run_key = "default"
-    return services_for(settings, run_key)
+        configurable = {}
+    run_key = configurable.get("run_id") or configurable.get("thread_id", "default")
+    return services_for(settings, str(run_key))
 
 
 def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:

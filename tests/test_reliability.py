@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from cq2a.app import outputs as out
-from cq2a.app.checkpoint import open_checkpointed_graph, read_state
 from cq2a.app.run import run_pipeline
 from cq2a.app.rundir import RunDirError
+from cq2a.app.store import JUDGE_PROBE, RUN_ID, open_store
+from cq2a.oracle.judge import ProbeResult
 from cq2a.runtime.services import release_services
 from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
@@ -322,9 +323,9 @@ def test_failed_judge_probe_is_checkpointed_and_resume_without_the_probe_finishe
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
     with ScriptedLLMServer() as server:
         stopped = scripted_run(server, input_path, tmp_path / "run", probe_judge=True)
-        with open_checkpointed_graph(tmp_path / "run") as graph:
-            config = {"configurable": {"thread_id": stopped["run_id"]}}
-            checkpointed = read_state(graph, config)["judge_probe"]
+        with open_store(tmp_path / "run" / out.STORE) as store:
+            checkpointed = store.meta(JUDGE_PROBE, ProbeResult)
+            assert store.text(RUN_ID) == stopped["run_id"]
         release_services()
         resumed = run_pipeline(
             input_path,
@@ -333,7 +334,7 @@ def test_failed_judge_probe_is_checkpointed_and_resume_without_the_probe_finishe
             resume=True,
         )
     record = out.read_json(tmp_path / "run" / out.RUN)
-    assert stopped["status"] == "stopped" and checkpointed.passed is False
+    assert stopped["status"] == "stopped" and checkpointed and checkpointed.passed is False
     assert resumed.status == "finished", resumed.message
     assert record["counts"]["accepted"] > 0
     # the run went on with --no-judge-probe; the judge it used still failed its probe

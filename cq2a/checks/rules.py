@@ -77,9 +77,7 @@ CLAUSE_UPOS = frozenset({"VERB", "AUX"})
 #: Words that name something on their own ("Harvard", "1636").
 ANCHOR_UPOS = frozenset({"PROPN", "NUM"})
 #: Entity labels (OntoNotes) of dates and amounts: they narrow a question, they name nothing.
-AMOUNT_LABELS = frozenset(
-    {"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"}
-)
+AMOUNT_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"})
 
 
 def explanation_is_complete(answer: Answer, explanation: str, lemmatize: Lemmatizer) -> CheckResult:
