@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -191,6 +192,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
     record = out.read_json(crashed / out.RUN)
     assert stats["status"] == record["status"] == "finished"
     assert result_sets(crashed) == result_sets(tmp_path / "reference")
+    test_ids = [case["id"] for case in out.read_jsonl(crashed / out.TEST_CASES)]
+    assert len(test_ids) == len(set(test_ids))  # each test once
+    assert checkpointed_threads(crashed) == set()  # every context in the store, none in flight
     for line in lines(crashed / out.TRACE):
         json.loads(line)
     assert record["counts"] == reference["counts"]
@@ -550,3 +554,38 @@ def test_bad_input_run_dir_holding_another_run_is_refused(tmp_path):
         with pytest.raises(RunDirError, match="different run.*choose another --out.*--force"):
             scripted_run(server, other_input, tmp_path / "run")
     assert lines(tmp_path / "run" / out.TEST_CASES) == before
+
+
+# ---- flat memory: finished contexts leave the checkpoint ----
+
+
+def checkpointed_threads(run_dir: Path) -> set[str]:
+    with sqlite3.connect(run_dir / out.CHECKPOINTS, timeout=30) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if "checkpoints" not in tables:
+            return set()
+        return {row[0] for row in db.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+
+
+def test_finished_contexts_leave_the_checkpoint_for_the_run_store(tmp_path):
+    contexts = worker.contexts(6)
+    input_path = worker.write_input(tmp_path / "in.jsonl", contexts)
+    run_dir = tmp_path / "run"
+    held: list[int] = []
+
+    def count_threads(event: dict[str, Any]) -> None:
+        if event.get("event") == "context_finished":
+            held.append(len(checkpointed_threads(run_dir)))
+
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        settings = worker.settings_for(server.base_url, concurrency=2)
+        summary = run_pipeline(input_path, run_dir, settings, on_event=count_threads)
+    assert summary.status == "finished", summary.message
+    # while it ran, the checkpoint held the contexts in flight, never the finished ones
+    assert len(held) == len(contexts) and max(held) <= 2
+    assert checkpointed_threads(run_dir) == set()
+    with open_store(run_dir / out.STORE) as store:
+        assert store.finished_contexts() == {c.id for c in contexts}
+        assert len(store.verdicts()) == summary.counts["test_cases"] > 0
+    assert summary.counts["contexts_finished"] == len(contexts)
