@@ -37,7 +37,8 @@ def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:
     The index lives on the run's services, not in the graph state: a BM25 index is not
     serialisable, and copying every context into each context's branch would write the corpus
     once per context into the checkpoint. The run's first node (``probe``) indexes the
-    run's ``contexts``. A resumed run (``cq2a run --resume``, or a server that restarted) does
+    run's ``contexts`` (``cq2a run`` indexes them itself before its contexts' threads start,
+    on a resume too). A resumed run (``cq2a run --resume``, or a server that restarted) does
     not run ``probe`` again and starts with fresh services, so the index is rebuilt here, once,
     from the ``contexts`` the run's root checkpoint holds: the same contexts the run began
     with, whatever inputs the resuming command was given."""
