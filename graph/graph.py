@@ -8,6 +8,10 @@ probe -> trust_judge -> (Send per context) extract -> generate -> check -> reask
                                                              answers                   |
                                                                                        v
                                                                                    evaluate
+
+``cq2a run`` runs the same nodes as three graphs, so that finished contexts leave the
+checkpoint: the head (probe -> trust_judge) once, each context's subgraph as a thread of its
+own, then evaluate over the accepted tests (``cq2a.app.engine``).
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ def route_after_extract(state: ContextState) -> str:
     return "generate" if state.get("answers") else END
 
 
-def build_context_graph() -> CompiledStateGraph[Any, Settings, Any, Any]:
+def build_context_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, Any, Any]:
     """One context: extract, then generate/check/re-ask/compare until every slot is settled,
-    then coverage rounds while they find answers to add."""
+    then coverage rounds while they find answers to add. A subgraph of the run takes its
+    checkpointer from the run's; ``cq2a run`` runs it as a thread of its own."""
     builder = StateGraph(ContextState, context_schema=Settings)
     builder.add_node("extract", extract)
     builder.add_node("generate", generate)
@@ -57,7 +62,7 @@ def build_context_graph() -> CompiledStateGraph[Any, Settings, Any, Any]:
     builder.add_edge("reask", "compare")
     builder.add_conditional_edges("compare", route_after_compare, ["generate", "cover"])
     builder.add_conditional_edges("cover", route_after_cover, ["generate", END])
-    return builder.compile(name="cq2a-context")
+    return builder.compile(checkpointer=checkpointer, name="cq2a-context")
 
 
 def fan_out_contexts(state: RunState) -> list[Send] | str:
@@ -86,6 +91,26 @@ def build_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, A
     builder.add_edge(PER_CONTEXT, "evaluate")
     builder.add_edge("evaluate", END)
     return builder.compile(checkpointer=checkpointer, name="cq2a")
+
+
+def build_head_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settings, Any, Any]:
+    """What a run does before its contexts: probe the components and the judge, then trust it."""
+    builder = StateGraph(RunState, context_schema=Settings)
+    builder.add_node("probe", probe)
+    builder.add_node("trust_judge", trust_judge)
+    builder.add_edge(START, "probe")
+    builder.add_edge("probe", "trust_judge")
+    builder.add_edge("trust_judge", END)
+    return builder.compile(checkpointer=checkpointer, name="cq2a-head")
+
+
+def build_evaluate_graph() -> CompiledStateGraph[Any, Settings, Any, Any]:
+    """What a run does after its contexts: evaluate the SUT on the accepted tests."""
+    builder = StateGraph(RunState, context_schema=Settings)
+    builder.add_node("evaluate", evaluate)
+    builder.add_edge(START, "evaluate")
+    builder.add_edge("evaluate", END)
+    return builder.compile(name="cq2a-evaluate")
 
 
 graph = build_graph()

@@ -18,13 +18,16 @@ from cq2a.settings import Settings
 
 
 def services(runtime: Runtime[Settings]) -> Services:
-    """The services of this run, keyed by the thread id so runs do not share a spending meter."""
+    """The services of this run, keyed so runs do not share a spending meter: by the config's
+    ``run_id`` where the run spans several threads (``cq2a run``: one per context), else by
+    the thread id."""
     settings = runtime.context
     try:
-        run_key = str(get_config().get("configurable", {}).get("thread_id", "default"))
+        configurable = get_config().get("configurable", {})
     except RuntimeError:
-        run_key = "default"
-    return services_for(settings, run_key)
+        configurable = {}
+    run_key = configurable.get("run_id") or configurable.get("thread_id", "default")
+    return services_for(settings, str(run_key))
 
 
 def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:
@@ -34,7 +37,8 @@ def corpus_search(runtime: Runtime[Settings]) -> CorpusSearch | None:
     The index lives on the run's services, not in the graph state: a BM25 index is not
     serialisable, and copying every context into each context's branch would write the corpus
     once per context into the checkpoint. The run's first node (``probe``) indexes the
-    run's ``contexts``. A resumed run (``cq2a run --resume``, or a server that restarted) does
+    run's ``contexts`` (``cq2a run`` indexes them itself before its contexts' threads start,
+    on a resume too). A resumed run (``cq2a run --resume``, or a server that restarted) does
     not run ``probe`` again and starts with fresh services, so the index is rebuilt here, once,
     from the ``contexts`` the run's root checkpoint holds: the same contexts the run began
     with, whatever inputs the resuming command was given."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 
 from cq2a.app import outputs as out
-from cq2a.app.checkpoint import open_checkpointed_graph, read_state
 from cq2a.app.run import run_pipeline
 from cq2a.app.rundir import RunDirError
+from cq2a.app.store import JUDGE_PROBE, RUN_ID, open_store
+from cq2a.oracle.judge import ProbeResult
 from cq2a.runtime.services import release_services
 from cq2a.testing.script import marker
 from cq2a.testing.scripted_server import FAULT_KINDS, FaultPlan, ScriptedLLMServer
@@ -190,6 +192,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
     record = out.read_json(crashed / out.RUN)
     assert stats["status"] == record["status"] == "finished"
     assert result_sets(crashed) == result_sets(tmp_path / "reference")
+    test_ids = [case["id"] for case in out.read_jsonl(crashed / out.TEST_CASES)]
+    assert len(test_ids) == len(set(test_ids))  # each test once
+    assert checkpointed_threads(crashed) == set()  # every context in the store, none in flight
     for line in lines(crashed / out.TRACE):
         json.loads(line)
     assert record["counts"] == reference["counts"]
@@ -322,9 +327,9 @@ def test_failed_judge_probe_is_checkpointed_and_resume_without_the_probe_finishe
     input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
     with ScriptedLLMServer() as server:
         stopped = scripted_run(server, input_path, tmp_path / "run", probe_judge=True)
-        with open_checkpointed_graph(tmp_path / "run") as graph:
-            config = {"configurable": {"thread_id": stopped["run_id"]}}
-            checkpointed = read_state(graph, config)["judge_probe"]
+        with open_store(tmp_path / "run" / out.STORE) as store:
+            checkpointed = store.meta(JUDGE_PROBE, ProbeResult)
+            assert store.text(RUN_ID) == stopped["run_id"]
         release_services()
         resumed = run_pipeline(
             input_path,
@@ -333,7 +338,7 @@ def test_failed_judge_probe_is_checkpointed_and_resume_without_the_probe_finishe
             resume=True,
         )
     record = out.read_json(tmp_path / "run" / out.RUN)
-    assert stopped["status"] == "stopped" and checkpointed.passed is False
+    assert stopped["status"] == "stopped" and checkpointed and checkpointed.passed is False
     assert resumed.status == "finished", resumed.message
     assert record["counts"]["accepted"] > 0
     # the run went on with --no-judge-probe; the judge it used still failed its probe
@@ -549,3 +554,38 @@ def test_bad_input_run_dir_holding_another_run_is_refused(tmp_path):
         with pytest.raises(RunDirError, match="different run.*choose another --out.*--force"):
             scripted_run(server, other_input, tmp_path / "run")
     assert lines(tmp_path / "run" / out.TEST_CASES) == before
+
+
+# ---- flat memory: finished contexts leave the checkpoint ----
+
+
+def checkpointed_threads(run_dir: Path) -> set[str]:
+    with sqlite3.connect(run_dir / out.CHECKPOINTS, timeout=30) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if "checkpoints" not in tables:
+            return set()
+        return {row[0] for row in db.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+
+
+def test_finished_contexts_leave_the_checkpoint_for_the_run_store(tmp_path):
+    contexts = worker.contexts(6)
+    input_path = worker.write_input(tmp_path / "in.jsonl", contexts)
+    run_dir = tmp_path / "run"
+    held: list[int] = []
+
+    def count_threads(event: dict[str, Any]) -> None:
+        if event.get("event") == "context_finished":
+            held.append(len(checkpointed_threads(run_dir)))
+
+    with ScriptedLLMServer() as server:
+        worker.script().install(server.rules)
+        settings = worker.settings_for(server.base_url, concurrency=2)
+        summary = run_pipeline(input_path, run_dir, settings, on_event=count_threads)
+    assert summary.status == "finished", summary.message
+    # while it ran, the checkpoint held the contexts in flight, never the finished ones
+    assert len(held) == len(contexts) and max(held) <= 2
+    assert checkpointed_threads(run_dir) == set()
+    with open_store(run_dir / out.STORE) as store:
+        assert store.finished_contexts() == {c.id for c in contexts}
+        assert len(store.verdicts()) == summary.counts["test_cases"] > 0
+    assert summary.counts["contexts_finished"] == len(contexts)

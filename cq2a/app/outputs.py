@@ -24,6 +24,8 @@ SKIPPED = "skipped.jsonl"
 RUN = "run.json"
 TRACE = "trace.jsonl"
 CHECKPOINTS = "checkpoints.sqlite"
+#: What each finished context produced, the verdicts and the run's figures (``cq2a.app.store``).
+STORE = "run.sqlite"
 LLM_CACHE = "llm_cache.sqlite"
 #: The whole input's passages, for a retrieval SUT of a run limited to its first contexts.
 CORPUS = "corpus.jsonl"

@@ -1,24 +1,24 @@
 """A durable run: input file in, run directory out.
 
-The graph runs under a SQLite checkpointer in the run directory, so ``resume=True`` continues an
+The engine (``cq2a.app.engine``) runs each context as a thread under a SQLite checkpointer and
+keeps what each finished context produced in the run store, so ``resume=True`` continues an
 interrupted run without redoing finished contexts. Results are appended per context as each one
-finishes (``partial/``) and the final files are rewritten from the final state.
+finishes (``partial/``) and the final files are rewritten from the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import structlog
 from pydantic import BaseModel
 
 from cq2a.adapters.llm.usage import Usage
 from cq2a.app import outputs as out
-from cq2a.app.checkpoint import check_resumable, open_checkpointed_graph, read_state
+from cq2a.app.checkpoint import check_resumable, open_checkpointer
+from cq2a.app.engine import Engine, EventHandler
 from cq2a.app.estimate import Rates, estimate_contexts, estimate_error
-from cq2a.app.outcome import Outcome, outcome_of_work
+from cq2a.app.outcome import Outcome
 from cq2a.app.results import ResultFiles, run_record
 from cq2a.app.rundir import (
     RunDirError,
@@ -29,13 +29,11 @@ from cq2a.app.rundir import (
     recorded_spend,
     write_corpus,
 )
-from cq2a.graph.graph import PER_CONTEXT
+from cq2a.app.store import RUN_ID, open_store
 from cq2a.language.parsing.base import ParserUnavailable
 from cq2a.models.records import Context
 from cq2a.runtime.services import release_services, services_for
 from cq2a.settings import Settings
-
-EventHandler = Callable[[dict[str, Any]], None]
 
 #: Contexts the estimate printed before a run is computed on (then scaled to the input).
 ESTIMATE_SAMPLE = 10
@@ -63,18 +61,25 @@ def run_pipeline(
 ) -> RunSummary:
     """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir.
 
-    Steps: read the input, open the run directory, stream the graph under its checkpointer,
-    write the results from the checkpointed state.
+    Steps: read the input, open the run directory, run the engine under its checkpointer
+    and store, write the results from the store.
     """
     plan = plan_run(input_path, Path(run_dir), settings, limit)
     open_run_dir(plan, resume=resume, retry_errors=retry_errors, force=force)
     estimate = None if resume or retry_errors else run_estimate(plan.contexts, plan.settings)
     announce(plan, estimate, on_event)
-    with open_checkpointed_graph(plan.run_dir) as graph:
+    with (
+        open_checkpointer(plan.run_dir) as saver,
+        open_store(plan.run_dir / out.STORE) as store,
+    ):
         if resume:
-            check_resumable(graph, plan)
-        outcome = stream_run(graph, plan, resume=resume, on_event=on_event)
-        values = read_state(graph, plan.config)
+            check_resumable(store, plan)
+        store.set_meta(RUN_ID, plan.run_id)
+        engine = Engine(plan, saver, store)
+        # a resumed run's cap covers what it spent before
+        spent = most_spent(engine.spent(), recorded_spend(plan.run_dir)) if resume else None
+        outcome = engine.run(spent_before=spent, on_event=on_event)
+        values = engine.values()
     release_services(plan.run_id)
     return write_run(plan, outcome, values, estimate)
 
@@ -126,47 +131,10 @@ def metered_spend(plan: RunPlan) -> Usage | None:
     return runtime.meter.total if runtime is not None else None
 
 
-def stream_run(
-    graph: Any, plan: RunPlan, *, resume: bool, on_event: EventHandler | None
-) -> Outcome:
-    """Stream the graph, writing trace events and finished contexts as they come.
-
-    Nothing raised here loses work: a stop or any other error is returned as the outcome, and
-    the caller writes every file from what the checkpointer holds."""
-    config = plan.config
-    results = ResultFiles(plan.run_dir)
-    with (
-        (plan.run_dir / out.TRACE).open("a", encoding="utf-8") as trace_file,
-        outcome_of_work() as outcome,
-    ):
-        tracer = structlog.wrap_logger(
-            structlog.WriteLogger(trace_file),
-            processors=[structlog.processors.JSONRenderer(default=str)],
-        )
-        if resume:  # a resumed run's cap covers what it spent before
-            spent = read_state(graph, config).get("usage") or Usage()
-            spent = most_spent(spent, recorded_spend(plan.run_dir))
-            services_for(plan.settings, plan.run_id).llm.meter.record(spent)
-        for namespace, mode, chunk in graph.stream(
-            None if resume else {"contexts": plan.contexts},
-            config,
-            context=plan.settings,
-            stream_mode=["custom", "updates"],
-            subgraphs=True,
-        ):
-            if mode == "custom":
-                tracer.msg(**chunk)
-                if on_event is not None:
-                    on_event(chunk)
-            elif not namespace and isinstance(chunk, dict) and PER_CONTEXT in chunk:
-                results.save_context(chunk[PER_CONTEXT] or {})
-    return outcome
-
-
 def write_run(
     plan: RunPlan, outcome: Outcome, values: dict[str, Any], estimate: dict[str, Any] | None
 ) -> RunSummary:
-    """Write the results and run.json from the checkpointed state; the run's summary."""
+    """Write the results and run.json from the run's values; the run's summary."""
     results = ResultFiles(plan.run_dir)
     counts = results.write(values, plan.contexts, plan.skipped)
     if outcome.status == "finished" and unsettled(counts):

@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+
+from langchain_core.runnables import RunnableConfig
 
 from cq2a.adapters.llm.local_server import server_version
 from cq2a.adapters.llm.usage import Usage
@@ -53,9 +54,10 @@ RUNTIME_SETTINGS = (
 )
 RUNTIME_LLM_FIELDS = ("base_url", "timeout_s", "supports_n")
 RUNTIME_SUT_FIELDS = ("base_url", "batch_size", "device", "timeout_s")
-#: The most contexts given a thread of their own at once (each waits there for its place among
-#: those that run, ``concurrency``); the threads of a large corpus stay bounded.
-WAITING_CONTEXTS = 256
+#: The most steps one thread of a run may take: a context's loop, the head, evaluate.
+RECURSION_LIMIT = 220
+#: The thread of the run's head (probe, trust_judge); a context's thread is named by its id.
+HEAD_THREAD = "/head"
 
 
 class RunDirError(RuntimeError):
@@ -77,18 +79,12 @@ class RunPlan:
     #: The passages a retrieval SUT searches beyond the run's own (``write_corpus``).
     corpus: tuple[Context, ...] = ()
 
-    @property
-    def config(self) -> dict[str, Any]:
-        """The LangGraph config: the run's thread (its checkpoints) and its limits.
-
-        Every context's task gets a thread, up to ``WAITING_CONTEXTS`` (it waits there for its
-        place, see ``cq2a.nodes.context``), and one more is left for the stream's waiter: its
-        trace events then reach the progress line as they happen. Past that many contexts, the
-        events of a step wait for a thread, which the next context to finish frees."""
+    def thread_config(self, part: str) -> RunnableConfig:
+        """The LangGraph config of one of the run's threads (``f"{run_id}:{context id}"`` or
+        the head's): the run's id keys its services (one spending meter for all threads)."""
         return {
-            "configurable": {"thread_id": self.run_id},
-            "max_concurrency": min(len(self.contexts), WAITING_CONTEXTS) + 2,
-            "recursion_limit": 200 + 20 * len(self.contexts),
+            "configurable": {"thread_id": f"{self.run_id}:{part}", "run_id": self.run_id},
+            "recursion_limit": RECURSION_LIMIT,
         }
 
 
@@ -152,8 +148,8 @@ def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) ->
                 f"{run_dir} holds a different run ({previous}); choose another --out, "
                 "or pass --force to overwrite it"
             )
-    if resume and not (run_dir / out.CHECKPOINTS).exists():
-        raise RunDirError(f"nothing to resume in {run_dir}: no {out.CHECKPOINTS}")
+    if resume and not (run_dir / out.STORE).exists():
+        raise RunDirError(f"nothing to resume in {run_dir}: no {out.STORE}")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / ".write-test").touch()
@@ -164,7 +160,7 @@ def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) ->
             "choose another --out"
         ) from error
     if not resume:
-        for name in (out.CHECKPOINTS, out.TRACE):
+        for name in (out.CHECKPOINTS, out.STORE, out.TRACE):
             (run_dir / name).unlink(missing_ok=True)
         shutil.rmtree(run_dir / out.PARTIAL, ignore_errors=True)
 

@@ -1,0 +1,220 @@
+"""The engine of ``cq2a run``: the run's head once, each context as a LangGraph thread of its own,
+then evaluate; what each part produces goes to the run store as it ends.
+
+A context's thread runs under the SQLite checkpointer, so a stopped or killed run resumes it
+where it was; once it ends its final state goes to the store and its thread leaves the
+checkpointer. The checkpoint then holds only the contexts in flight, and the process only what
+they hold: neither grows with the contexts already done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import structlog
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from cq2a.adapters.llm.usage import Usage
+from cq2a.app import outputs as out
+from cq2a.app.checkpoint import saved_threads
+from cq2a.app.outcome import Outcome, outcome_of_work
+from cq2a.app.results import ResultFiles
+from cq2a.app.rundir import HEAD_THREAD, RunPlan
+from cq2a.app.store import (
+    CONTEXT_LISTS,
+    EVALUATE_USAGE,
+    FIGURES,
+    HEAD_DONE,
+    HEAD_USAGE,
+    JUDGE_PROBE,
+    RunStore,
+)
+from cq2a.coverage.diversity import SuiteFigures
+from cq2a.graph.graph import build_context_graph, build_evaluate_graph, build_head_graph
+from cq2a.models.records import Context
+from cq2a.nodes.context import contexts_at_once
+from cq2a.oracle.judge import ProbeResult
+from cq2a.runtime.services import services_for
+
+EventHandler = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class EventSink:
+    """The trace file and the caller's handler, fed by every thread of the run in turn."""
+
+    trace_file: TextIO
+    on_event: EventHandler | None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._tracer = structlog.wrap_logger(
+            structlog.WriteLogger(self.trace_file),
+            processors=[structlog.processors.JSONRenderer(default=str)],
+        )
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._tracer.msg(**event)
+            if self.on_event is not None:
+                self.on_event(event)
+
+
+@dataclass
+class Engine:
+    plan: RunPlan
+    saver: SqliteSaver
+    store: RunStore
+
+    def __post_init__(self) -> None:
+        self.context_graph = build_context_graph(checkpointer=self.saver)
+
+    def run(self, *, spent_before: Usage | None, on_event: EventHandler | None) -> Outcome:
+        """Run what is left of the run; ``spent_before``: what a resumed run spent before,
+        which its spending cap covers. Nothing raised here loses work: a stop or any other
+        error is returned as the outcome, and everything finished is in the store."""
+        plan = self.plan
+        with (
+            (plan.run_dir / out.TRACE).open("a", encoding="utf-8") as trace_file,
+            outcome_of_work() as outcome,
+        ):
+            events = EventSink(trace_file, on_event)
+            run = services_for(plan.settings, plan.run_id)
+            if spent_before is not None:
+                run.llm.meter.record(spent_before)
+            self.run_head(events)
+            if plan.settings.sut.question_alone:  # the corpus the re-ask searches
+                run.corpus_index(lambda: plan.contexts)
+            self.run_contexts(events)
+            self.run_evaluate(events)
+        return outcome
+
+    def run_head(self, events: EventHandler) -> None:
+        """Probe the components and the judge, once; a head stopped after its probe resumes
+        at ``trust_judge``."""
+        if self.store.has_meta(HEAD_DONE):
+            return
+        config = self.plan.thread_config(HEAD_THREAD)
+        graph = build_head_graph(checkpointer=self.saver)
+        started = self.saver.get_tuple(config) is not None
+        first = None if started else {"contexts": self.plan.contexts}
+        for mode, chunk in graph.stream(
+            first, config, context=self.plan.settings, stream_mode=["custom", "updates"]
+        ):
+            if mode == "custom":
+                events(chunk)
+                continue
+            for update in chunk.values():
+                if update and "judge_probe" in update:
+                    self.store.set_meta(JUDGE_PROBE, update["judge_probe"])
+                if update and "usage" in update:
+                    self.store.set_meta(HEAD_USAGE, update["usage"])
+        self.store.set_meta(HEAD_DONE, "yes")
+        self.saver.delete_thread(config["configurable"]["thread_id"])
+
+    def run_contexts(self, events: EventHandler) -> None:
+        """Each context not yet in the store, ``contexts_at_once`` at a time. After the first
+        error no context starts; those running end (or fail), then the error is raised."""
+        done = self.store.finished_contexts()
+        for thread_id in self.threads(done):  # a run killed before it let go of them
+            self.saver.delete_thread(thread_id)
+        todo = ((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
+        at_once = contexts_at_once(self.plan.settings)
+        errors: list[BaseException] = []
+        running: set[Future[None]] = set()
+        with ThreadPoolExecutor(at_once, thread_name_prefix="cq2a-context") as pool:
+            while True:
+                while not errors and len(running) < at_once:
+                    following = next(todo, None)
+                    if following is None:
+                        break
+                    running.add(pool.submit(self.run_context, *following, events))
+                if not running:
+                    break
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                errors += [e for f in finished if (e := f.exception()) is not None]
+        if errors:
+            raise errors[0]
+
+    def run_context(self, seq: int, context: Context, events: EventHandler) -> None:
+        """One context's thread, from its checkpoint if it has one; once it ends, its state
+        goes to the store and ``partial/``, and the thread leaves the checkpointer."""
+        config = self.plan.thread_config(context.id)
+        started = self.saver.get_tuple(config) is not None
+        for event in self.context_graph.stream(
+            None if started else {"context": context},
+            config,
+            context=self.plan.settings,
+            stream_mode="custom",
+        ):
+            events(event)
+        state = self.context_graph.get_state(config).values
+        self.store.save_context(context.id, seq, state)
+        ResultFiles(self.plan.run_dir).save_context(state)
+        self.saver.delete_thread(config["configurable"]["thread_id"])
+
+    def run_evaluate(self, events: EventHandler) -> None:
+        """Evaluate the SUT on the accepted tests the store holds; verdicts and figures to the
+        store."""
+        if self.store.has_meta(EVALUATE_USAGE):
+            return
+        candidates, plans = [], []
+        for record in self.store.contexts():
+            candidates += [c for c in record.candidates if c.status == "accepted"]
+            plans += record.plans
+        state = {"contexts": self.plan.contexts, "candidates": candidates, "plans": plans}
+        config = {"configurable": {"run_id": self.plan.run_id}}
+        for mode, chunk in build_evaluate_graph().stream(
+            state, config, context=self.plan.settings, stream_mode=["custom", "updates"]
+        ):
+            if mode == "custom":
+                events(chunk)
+            elif update := chunk.get("evaluate"):
+                self.store.save_verdicts(update["verdicts"])
+                self.store.set_meta(FIGURES, update["figures"])
+                self.store.set_meta(EVALUATE_USAGE, update["usage"])
+
+    def threads(self, contexts: Iterable[str]) -> Iterator[str]:
+        """The checkpointed threads of these contexts."""
+        saved = saved_threads(self.saver)
+        for context_id in contexts:
+            thread_id = self.plan.thread_config(context_id)["configurable"]["thread_id"]
+            if thread_id in saved:
+                yield thread_id
+
+    def in_flight(self) -> Iterator[dict[str, Any]]:
+        """The checkpointed state of each context that began and did not end."""
+        done = self.store.finished_contexts()
+        for thread_id in self.threads(c.id for c in self.plan.contexts if c.id not in done):
+            yield self.context_graph.get_state({"configurable": {"thread_id": thread_id}}).values
+
+    def spent(self) -> Usage:
+        """What the run spent so far, the contexts in flight included."""
+        usage = self.store.usage()
+        for state in self.in_flight():
+            usage += state.get("usage") or Usage()
+        return usage
+
+    def values(self) -> dict[str, Any]:
+        """The run's results, as the whole-run graph's state gives them: what the store
+        holds, with the work of the contexts in flight when the run stopped."""
+        values: dict[str, Any] = {key: [] for key in CONTEXT_LISTS}
+        finished = []
+        for record in self.store.contexts():
+            finished.append(record.context_id)
+            for key in CONTEXT_LISTS:
+                values[key] += getattr(record, key)
+        for state in self.in_flight():
+            for key in CONTEXT_LISTS:
+                values[key] += state.get(key) or []
+        return values | {
+            "finished": finished,
+            "usage": self.spent(),
+            "verdicts": self.store.verdicts(),
+            "judge_probe": self.store.meta(JUDGE_PROBE, ProbeResult),
+            "figures": self.store.meta(FIGURES, SuiteFigures),
+        }
