@@ -73,6 +73,15 @@ class ContextRecord(BaseModel):
     usage: Usage = Usage()
 
 
+def settled_plan(plan: ContextPlan) -> ContextPlan:
+    """A finished context's plan without its pool. The pool (every target the context could be
+    asked about, each with its evidence: most of a stored context's bytes) is the working set
+    of the context's coverage rounds; once the context ends nothing reads it, and the run's end
+    reads every stored plan back at once, so keeping it grew the run's peak with each context.
+    """
+    return plan.model_copy(update={"pool": []})
+
+
 class RunStore:
     """One connection, shared by the threads that finish contexts, behind one lock."""
 
@@ -95,9 +104,11 @@ class RunStore:
             return self._db.execute(sql, args).fetchall()
 
     def save_context(self, context_id: str, seq: int, state: dict[str, Any]) -> None:
-        """Keep a context's final state (the lists it produced and what it spent)."""
+        """Keep a context's final state (the lists it produced and what it spent), its plans
+        without their pools (``settled_plan``)."""
+        kept = state | {"plans": [settled_plan(plan) for plan in state.get("plans") or []]}
         lists = [
-            CONTEXT_LISTS[key].dump_json(state.get(key) or []).decode() for key in CONTEXT_LISTS
+            CONTEXT_LISTS[key].dump_json(kept.get(key) or []).decode() for key in CONTEXT_LISTS
         ]
         usage = (state.get("usage") or Usage()).model_dump_json()
         self._write(SAVE_CONTEXT, [(context_id, seq, *lists, usage)])
