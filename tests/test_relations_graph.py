@@ -94,6 +94,6 @@ def test_a_proposed_relation_is_asked_as_the_passages_span_and_accepted(
     (verdict,) = values["verdicts"]
     assert verdict.gold_answer == SPAN and not verdict.bug
 
-    counts = ResultFiles(tmp_path).write(values, [PASSAGE], [])
+    counts = ResultFiles(tmp_path).write([values], values["verdicts"], [PASSAGE], [], 1)
     assert counts["accepted_by_kind"] == {"relation": 1}
     assert counts["triples_dropped"] == {"entity missing from context or explanation": 1}

@@ -10,7 +10,7 @@ they hold: neither grows with the contexts already done.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -199,20 +199,20 @@ class Engine:
             usage += state.get("usage") or Usage()
         return usage
 
-    def values(self) -> dict[str, Any]:
-        """The run's results, as the whole-run graph's state gives them: what the store
-        holds, with the work of the contexts in flight when the run stopped."""
-        values: dict[str, Any] = {key: [] for key in CONTEXT_LISTS}
-        finished = []
+    def parts(self) -> Iterator[Mapping[str, Any]]:
+        """The run's work, one context at a time: each finished context's record from the
+        store, in input order, then the state of each context in flight when the run stopped.
+        Read one at a time, so writing the results holds no more than one context's work."""
         for record in self.store.contexts():
-            finished.append(record.context_id)
-            for key in CONTEXT_LISTS:
-                values[key] += getattr(record, key)
+            yield {key: getattr(record, key) for key in CONTEXT_LISTS}
         for state in self.in_flight():
-            for key in CONTEXT_LISTS:
-                values[key] += state.get(key) or []
-        return values | {
-            "finished": finished,
+            yield {key: state.get(key) or [] for key in CONTEXT_LISTS}
+
+    def values(self) -> dict[str, Any]:
+        """The run's results beside its work (``parts``): the contexts finished, what the run
+        spent, the verdicts, the judge's probe and the suite's figures."""
+        return {
+            "finished": sorted(self.store.finished_contexts()),
             "usage": self.spent(),
             "verdicts": self.store.verdicts(),
             "judge_probe": self.store.meta(JUDGE_PROBE, ProbeResult),

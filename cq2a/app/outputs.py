@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,43 @@ def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> in
     lines = [_line(record) for record in records]
     write_atomic(path, "".join(f"{line}\n" for line in lines))
     return len(lines)
+
+
+class JsonlFile:
+    """A JSONL file written a batch at a time, so its records never need to be in memory at
+    once; it replaces the file of its name only when ``jsonl_files`` completes."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        self.path, self._tmp = path, Path(tmp)
+        self._handle = os.fdopen(fd, "w", encoding="utf-8")
+
+    def add(self, records: Iterable[BaseModel | dict[str, Any]]) -> None:
+        for record in records:
+            self._handle.write(_line(record) + "\n")
+
+    def close(self, *, keep: bool) -> None:
+        self._handle.close()
+        if keep:
+            os.replace(self._tmp, self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def jsonl_files(directory: Path, *names: str) -> Iterator[dict[str, JsonlFile]]:
+    """One ``JsonlFile`` per name in ``directory``; each replaces its file if the block ends
+    without an error, and none does otherwise."""
+    files = {name: JsonlFile(directory / name) for name in names}
+    try:
+        yield files
+    except BaseException:
+        for file in files.values():
+            file.close(keep=False)
+        raise
+    for file in files.values():
+        file.close(keep=True)
 
 
 def append_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> None:

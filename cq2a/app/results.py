@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,10 @@ PARTIAL_BY_STATUS = {
 }
 
 
-def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, Any]:
+def suite_counts(test_cases: int, verdicts: list[Verdict]) -> dict[str, Any]:
     """The counts run.json keeps of a suite's verdicts (``cq2a run`` and ``cq2a test``)."""
     return {
-        "test_cases": len(cases),
+        "test_cases": test_cases,
         "judged": sum(v.stage == "judge" for v in verdicts),
         "unjudged": sum(v.stage == "unjudged" for v in verdicts),
         "judge_low_confidence": sum(v.judge_confident is False for v in verdicts),
@@ -46,6 +47,69 @@ def suite_counts(cases: list[TestCase], verdicts: list[Verdict]) -> dict[str, An
         # only for a SUT that retrieves its own passages (cq2a.oracle.attribution)
         "bugs_by_cause": dict(Counter(v.cause for v in verdicts if v.bug and v.cause)),
     }
+
+
+def bugs_of(cases: list[TestCase], verdicts: Mapping[str, Verdict]) -> list[BugRecord]:
+    """The bugs among ``cases``, each with its test's evidence."""
+    found = [(verdicts.get(case.id), case) for case in cases]
+    return [BugRecord.of(verdict, case) for verdict, case in found if verdict and verdict.bug]
+
+
+@dataclass
+class ResultTally:
+    """The counts run.json keeps of a run's work, added up one part at a time."""
+
+    answers: Counter[str] = field(default_factory=Counter)
+    candidates: int = 0
+    questions_generated: int = 0
+    accepted: int = 0
+    pending: int = 0
+    skipped: int = 0
+    relations_failed: int = 0
+    candidate_errors: int = 0
+    triples_dropped: Counter[str] = field(default_factory=Counter)
+    rejection_reasons: Counter[str] = field(default_factory=Counter)
+    rejected: int = 0
+    accepted_by_kind: Counter[str] = field(default_factory=Counter)
+    accepted_by_question_kind: Counter[str] = field(default_factory=Counter)
+
+    def add(self, part: Mapping[str, Any], cases: list[TestCase]) -> None:
+        candidates: list[Candidate] = part.get("candidates") or []
+        answers: list[Answer] = part.get("answers") or []
+        plans: list[ContextPlan] = part.get("plans") or []
+        skips: list[Skip] = part.get("skipped") or []
+        rejected = [c for c in candidates if c.status == "rejected"]
+        self.answers.update(a.kind.value for a in answers)
+        self.candidates += len(candidates)
+        self.questions_generated += sum(a.generated for c in candidates for a in c.attempts)
+        self.accepted += len(cases)
+        self.rejected += len(rejected)
+        self.pending += sum(c.status == "pending" for c in candidates)
+        self.skipped += len(skips)
+        self.relations_failed += sum(s.reason == "llm_error" for s in skips)
+        self.candidate_errors += sum(c.error is not None for c in candidates)
+        self.triples_dropped.update(r for plan in plans for r in plan.dropped_triples)
+        self.rejection_reasons.update(r.value for c in rejected for r in c.reasons)
+        self.accepted_by_kind.update(case.kind.value for case in cases)
+        self.accepted_by_question_kind.update(case.kind.question_kind for case in cases)
+
+    def counts(self, input_skipped: int) -> dict[str, Any]:
+        """The counts, with the input lines the run skipped before any graph."""
+        return {
+            "skipped": input_skipped + self.skipped,
+            "answers": dict(self.answers),
+            "candidates": self.candidates,
+            "questions_generated": self.questions_generated,
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+            "pending": self.pending,
+            "relations_failed": self.relations_failed,
+            "triples_dropped": dict(self.triples_dropped),
+            "llm_errors": self.candidate_errors + self.relations_failed,
+            "rejection_reasons": dict(self.rejection_reasons),
+            "accepted_by_kind": dict(self.accepted_by_kind),
+            "accepted_by_question_kind": dict(self.accepted_by_question_kind),
+        }
 
 
 def thresholds_applied(settings: Settings) -> dict[str, float | int]:
@@ -81,41 +145,40 @@ class ResultFiles:
         out.write_jsonl(self.run_dir / out.BUGS, bugs)
 
     def write(
-        self, values: dict[str, Any], contexts: list[Context], skipped: list[Skip]
+        self,
+        parts: Iterable[Mapping[str, Any]],
+        verdicts: list[Verdict],
+        contexts: list[Context],
+        skipped: list[Skip],
+        finished: int,
     ) -> dict[str, Any]:
-        """Write the final files from the run's state and return the counts for run.json."""
-        candidates: list[Candidate] = values.get("candidates") or []
-        answers: list[Answer] = values.get("answers") or []
-        verdicts: list[Verdict] = values.get("verdicts") or []
-        plans: list[ContextPlan] = values.get("plans") or []
-        graph_skips: list[Skip] = values.get("skipped") or []
-        cases = test_cases_of(candidates, {c.id: c for c in contexts})
-        rejected = [c for c in candidates if c.status == "rejected"]
-        pending = [c for c in candidates if c.status == "pending"]
-        out.write_jsonl(self.run_dir / out.ANSWERS, answers)
-        self.write_verdicts(cases, verdicts)
-        out.write_jsonl(self.run_dir / out.REJECTED, rejected)
-        out.write_jsonl(self.run_dir / out.PENDING, pending)
-        out.write_jsonl(self.run_dir / out.CANDIDATES, candidates)
-        out.write_jsonl(self.run_dir / out.SKIPPED, [*skipped, *graph_skips])
-        llm_failed = sum(s.reason == "llm_error" for s in graph_skips)
+        """Write the final files from the run's work and return the counts for run.json.
+        ``parts`` gives the work one piece at a time (a finished context's record, a context
+        in flight's state, or a whole-run graph's state), so only the verdicts and the counts
+        are ever held whole, however many contexts the run had."""
+        passages = {c.id: c for c in contexts}
+        by_test = {v.test_id: v for v in verdicts}
+        tally = ResultTally()
+        names = (out.ANSWERS, out.TEST_CASES, out.BUGS, out.REJECTED, out.PENDING)
+        with out.jsonl_files(self.run_dir, *names, out.CANDIDATES, out.SKIPPED) as files:
+            files[out.SKIPPED].add(skipped)
+            for part in parts:
+                candidates: list[Candidate] = part.get("candidates") or []
+                cases = test_cases_of(candidates, passages)
+                tally.add(part, cases)
+                files[out.ANSWERS].add(part.get("answers") or [])
+                files[out.TEST_CASES].add(cases)
+                files[out.BUGS].add(bugs_of(cases, by_test))
+                for status, name in (("rejected", out.REJECTED), ("pending", out.PENDING)):
+                    files[name].add(c for c in candidates if c.status == status)
+                files[out.CANDIDATES].add(candidates)
+                files[out.SKIPPED].add(part.get("skipped") or [])
+        out.write_jsonl(self.run_dir / out.VERDICTS, verdicts)
         return {
             "contexts": len(contexts),
-            "contexts_finished": len(values.get("finished") or []),
-            "skipped": len(skipped) + len(graph_skips),
-            "answers": dict(Counter(a.kind.value for a in answers)),
-            "candidates": len(candidates),
-            "questions_generated": sum(a.generated for c in candidates for a in c.attempts),
-            "accepted": len(cases),
-            "rejected": len(rejected),
-            "pending": len(pending),
-            "relations_failed": llm_failed,
-            "triples_dropped": dict(Counter(r for plan in plans for r in plan.dropped_triples)),
-            "llm_errors": sum(c.error is not None for c in candidates) + llm_failed,
-            "rejection_reasons": dict(Counter(r.value for c in rejected for r in c.reasons)),
-            "accepted_by_kind": dict(Counter(case.kind.value for case in cases)),
-            "accepted_by_question_kind": dict(Counter(c.kind.question_kind for c in cases)),
-            **suite_counts(cases, verdicts),
+            "contexts_finished": finished,
+            **tally.counts(len(skipped)),
+            **suite_counts(tally.accepted, verdicts),
         }
 
     def write_record(self, record: dict[str, Any]) -> None:

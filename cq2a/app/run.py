@@ -62,7 +62,7 @@ def run_pipeline(
     """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir.
 
     Steps: read the input, open the run directory, run the engine under its checkpointer
-    and store, write the results from the store.
+    and store, write the results from the store, one context at a time.
     """
     plan = plan_run(input_path, Path(run_dir), settings, limit)
     open_run_dir(plan, resume=resume, retry_errors=retry_errors, force=force)
@@ -79,9 +79,8 @@ def run_pipeline(
         # a resumed run's cap covers what it spent before
         spent = most_spent(engine.spent(), recorded_spend(plan.run_dir)) if resume else None
         outcome = engine.run(spent_before=spent, on_event=on_event)
-        values = engine.values()
-    release_services(plan.run_id)
-    return write_run(plan, outcome, values, estimate)
+        release_services(plan.run_id)
+        return write_run(plan, outcome, engine, estimate)
 
 
 def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool) -> None:
@@ -132,11 +131,15 @@ def metered_spend(plan: RunPlan) -> Usage | None:
 
 
 def write_run(
-    plan: RunPlan, outcome: Outcome, values: dict[str, Any], estimate: dict[str, Any] | None
+    plan: RunPlan, outcome: Outcome, engine: Engine, estimate: dict[str, Any] | None
 ) -> RunSummary:
-    """Write the results and run.json from the run's values; the run's summary."""
+    """Write the results and run.json from what the engine's store holds; the run's summary."""
     results = ResultFiles(plan.run_dir)
-    counts = results.write(values, plan.contexts, plan.skipped)
+    values = engine.values()
+    finished = len(values["finished"])
+    counts = results.write(
+        engine.parts(), values["verdicts"], plan.contexts, plan.skipped, finished
+    )
     if outcome.status == "finished" and unsettled(counts):
         outcome = Outcome(
             status="incomplete",

@@ -255,7 +255,7 @@ def run_suite(
     by_id = {v.test_id: v for v in [*kept, *verdicts]}
     verdicts = [by_id[case.id] for case in cases if case.id in by_id]
     usage = spent + tally.total
-    counts = suite_counts(cases, verdicts)
+    counts = suite_counts(len(cases), verdicts)
     if status == "finished" and counts["unjudged"]:
         status = "incomplete"
         why = "the judge gave no verdict, or the SUT failed the query"
