@@ -49,9 +49,7 @@ def test_a_run_over_postgresql_gives_the_sqlite_runs_suite_and_hides_the_passwor
         settings = worker.settings_for(server.base_url)
         reference = run_pipeline(input_path, tmp_path / "sqlite", settings)
         release_services()
-        summary = run_pipeline(
-            input_path, tmp_path / "pg", settings, backend=Backend(store=store)
-        )
+        summary = run_pipeline(input_path, tmp_path / "pg", settings, backend=Backend(store=store))
 
     assert reference.status == summary.status == "finished"
     assert summary.counts["test_cases"] > 0
