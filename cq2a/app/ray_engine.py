@@ -1,0 +1,149 @@
+"""The engine on Ray: the run's head and evaluate in this process (the driver), each context on
+one of ``actors`` Ray actors, all sharing one PostgreSQL database for checkpoints and the store.
+
+Each actor builds the run's services and the compiled context graph once, and works up to
+``contexts_at_once`` contexts at a time (a threaded actor). A context's thread id is the run's id
+and the context's, so any actor can take over any context: it holds the context's lease
+(``Leases``) while it works, resumes from the context's checkpoint if there is one, and once the
+context ends upserts its state to the store and deletes its thread. When an actor dies, the
+contexts it held go to a fresh actor and resume from their checkpoints.
+
+Each context's events come back with its result, so the trace and the progress get them when
+the context ends, not as they happen. Each actor has its own spending meter: the cap holds per
+actor, not across the run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from cq2a.app.engine import Engine, EventHandler
+from cq2a.app.postgres import Leases, PostgresDatabase, connect_saver
+from cq2a.app.results import ResultFiles
+from cq2a.app.rundir import RunPlan
+from cq2a.app.store import RunStore
+from cq2a.models.records import Context
+from cq2a.nodes.context import contexts_at_once
+from cq2a.runtime.services import services_for
+
+
+class ContextWorker:
+    """A Ray actor's state: the run's services, the context graph over its own checkpointer
+    connection, the store, and the leases."""
+
+    def __init__(self, plan: RunPlan, store_url: str) -> None:
+        self.plan = plan
+        self.leases = Leases(store_url)
+        store = RunStore(PostgresDatabase(store_url, plan.run_id, fresh=False))
+        self.engine = Engine(plan, connect_saver(store_url), store)
+        run = services_for(plan.settings, plan.run_id)
+        if plan.settings.sut.question_alone:  # the corpus the re-ask searches
+            run.corpus_index(lambda: plan.contexts)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run_context(self, seq: int, context: Context) -> dict[str, Any]:
+        """Work one context under its lease; its events and final candidates (none when
+        another worker already finished it)."""
+        events: list[dict[str, Any]] = []
+        thread_id = self.plan.thread_config(context.id)["configurable"]["thread_id"]
+        with self.leases.lease(thread_id):
+            if context.id in self.engine.store.finished_contexts():
+                return {"events": events, "candidates": [], "worker": os.getpid()}
+            state = self.engine.work_context(seq, context, events.append)
+        return {
+            "events": events,
+            "candidates": state.get("candidates") or [],
+            "worker": os.getpid(),
+        }
+
+
+@dataclass
+class Pending:
+    """A context handed to an actor."""
+
+    seq: int
+    context: Context
+    actor: Any
+
+
+@dataclass
+class RayEngine(Engine):
+    store_url: str = ""
+    address: str | None = None
+    actors: int = 2
+    _workers: list[Any] = field(default_factory=list)
+
+    def start_worker(self) -> Any:
+        actor = ray.remote(ContextWorker).options(
+            max_restarts=0, max_concurrency=contexts_at_once(self.plan.settings)
+        )
+        return actor.remote(self.plan, self.store_url)
+
+    def run_contexts(self, events: EventHandler) -> None:
+        """Each context not yet in the store, on the actors; a context whose actor died goes to
+        a fresh one. After the first error no context starts; those running end (or fail),
+        then the error is raised."""
+        if not ray.is_initialized():
+            ray.init(address=self.address)
+        done = self.store.finished_contexts()
+        for thread_id in self.threads(done):  # a run killed before it let go of them
+            self.saver.delete_thread(thread_id)
+        todo = deque((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
+        at_once = contexts_at_once(self.plan.settings)
+        self._workers = [self.start_worker() for _ in range(self.actors)]
+        running: dict[Any, Pending] = {}
+        errors: list[BaseException] = []
+        try:
+            while True:
+                for actor in self._workers:
+                    load = sum(p.actor is actor for p in running.values())
+                    while not errors and todo and load < at_once:
+                        seq, context = todo.popleft()
+                        running[actor.run_context.remote(seq, context)] = Pending(
+                            seq, context, actor
+                        )
+                        load += 1
+                if not running:
+                    break
+                (ready,), _ = ray.wait(list(running), num_returns=1)
+                pending = running.pop(ready)
+                try:
+                    result = ray.get(ready)
+                except RayActorError:
+                    self.replace(pending.actor, events)
+                    todo.appendleft((pending.seq, pending.context))
+                    continue
+                except Exception as error:
+                    errors.append(error)
+                    continue
+                for event in result["events"]:
+                    events(event)
+                events(
+                    {
+                        "event": "context_worked",
+                        "context": pending.context.id,
+                        "worker": result["worker"],
+                    }
+                )
+                ResultFiles(self.plan.run_dir).save_context(result)
+        finally:
+            for actor in self._workers:
+                ray.kill(actor)
+            self._workers = []
+        if errors:
+            raise errors[0]
+
+    def replace(self, actor: Any, events: EventHandler) -> None:
+        """A fresh actor in place of one that died (once, however many contexts it held)."""
+        for index, worker in enumerate(self._workers):
+            if worker is actor:
+                self._workers[index] = self.start_worker()
+                events({"event": "worker_replaced"})
