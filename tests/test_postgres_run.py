@@ -12,6 +12,7 @@ from cq2a.app import outputs as out
 from cq2a.app.backend import Backend
 from cq2a.app.postgres import redacted, schema_name
 from cq2a.app.run import run_pipeline
+from cq2a.app.rundir import RunDirError
 from cq2a.runtime.services import release_services
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
@@ -50,8 +51,13 @@ def test_a_run_over_postgresql_gives_the_sqlite_runs_suite_and_hides_the_passwor
         reference = run_pipeline(input_path, tmp_path / "sqlite", settings)
         release_services()
         summary = run_pipeline(input_path, tmp_path / "pg", settings, backend=Backend(store=store))
+        sent = len(server.requests)
+        resumed = run_pipeline(
+            input_path, tmp_path / "pg", settings, resume=True, backend=Backend(store=store)
+        )
+        assert len(server.requests) == sent  # all of it was in the store already
 
-    assert reference.status == summary.status == "finished"
+    assert reference.status == summary.status == resumed.status == "finished"
     assert summary.counts["test_cases"] > 0
     assert suite(tmp_path / "pg") == suite(tmp_path / "sqlite")
     assert not (tmp_path / "pg" / out.STORE).exists()
@@ -68,6 +74,17 @@ def test_a_run_over_postgresql_gives_the_sqlite_runs_suite_and_hides_the_passwor
         ).fetchone()
     assert finished == (4,)
     assert threads == (0,)  # each context left the checkpointer once stored
+
+
+def test_resuming_a_run_the_database_does_not_hold_is_refused(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1, prefix="absent"))
+    settings = worker.settings_for("http://127.0.0.1:9/v1")
+    with pytest.raises(RunDirError, match="nothing to resume"):
+        run_pipeline(
+            input_path, tmp_path / "run", settings, resume=True, backend=Backend(store=postgres_url)
+        )
 
 
 def test_redacted_hides_only_the_password() -> None:

@@ -45,6 +45,8 @@ def scenario(postgres: Postgres) -> Iterator[tuple[Path, dict[str, Any], float]]
     report_file = workdir / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else {}
     assert done.returncode == 0, (report, done.stdout[-3000:], done.stderr[-4000:])
+    timings = {key: value for key, value in report.items() if key.endswith("_s")}
+    print(f"ray scenario: {seconds:.0f} s in all; seconds since its start: {timings}")
     yield workdir, report, seconds
     shutil.rmtree(workdir, ignore_errors=True)
 

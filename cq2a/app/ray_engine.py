@@ -32,6 +32,10 @@ from cq2a.models.records import Context
 from cq2a.nodes.context import contexts_at_once
 from cq2a.runtime.services import services_for
 
+#: Fresh actors a run starts in place of dead ones, per actor asked for, before it gives up
+#: (an actor that cannot start, say with its parser missing on its machine, dies every time).
+REPLACEMENTS_PER_ACTOR = 3
+
 
 class ContextWorker:
     """A Ray actor's state: the run's services, the context graph over its own checkpointer
@@ -80,6 +84,7 @@ class RayEngine(Engine):
     address: str | None = None
     actors: int = 2
     _workers: list[Any] = field(default_factory=list)
+    _replaced: int = 0
 
     def start_worker(self) -> Any:
         actor = ray.remote(ContextWorker).options(
@@ -117,8 +122,8 @@ class RayEngine(Engine):
                 pending = running.pop(ready)
                 try:
                     result = ray.get(ready)
-                except RayActorError:
-                    self.replace(pending.actor, events)
+                except RayActorError as error:
+                    self.replace(pending.actor, error, events)
                     todo.appendleft((pending.seq, pending.context))
                     continue
                 except Exception as error:
@@ -141,9 +146,13 @@ class RayEngine(Engine):
         if errors:
             raise errors[0]
 
-    def replace(self, actor: Any, events: EventHandler) -> None:
+    def replace(self, actor: Any, error: RayActorError, events: EventHandler) -> None:
         """A fresh actor in place of one that died (once, however many contexts it held)."""
         for index, worker in enumerate(self._workers):
-            if worker is actor:
-                self._workers[index] = self.start_worker()
-                events({"event": "worker_replaced"})
+            if worker is not actor:
+                continue
+            self._replaced += 1
+            if self._replaced > REPLACEMENTS_PER_ACTOR * self.actors:
+                raise RuntimeError(f"{self._replaced} Ray actors died; the last: {error}")
+            self._workers[index] = self.start_worker()
+            events({"event": "worker_replaced", "error": str(error)[:500]})

@@ -68,10 +68,10 @@ def run_pipeline(
     and store, write the results from the store.
     """
     plan = plan_run(input_path, Path(run_dir), settings, limit)
-    open_run_dir(plan, resume=resume, retry_errors=retry_errors, force=force)
+    backend = backend or Backend()
+    open_run_dir(plan, backend, resume=resume, retry_errors=retry_errors, force=force)
     estimate = None if resume or retry_errors else run_estimate(plan.contexts, plan.settings)
     announce(plan, estimate, on_event)
-    backend = backend or Backend()
     with open_engine(plan, backend, fresh=not resume) as engine:
         if resume:
             check_resumable(engine.store, plan)
@@ -84,7 +84,9 @@ def run_pipeline(
     return write_run(plan, outcome, values, estimate, backend)
 
 
-def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool) -> None:
+def open_run_dir(
+    plan: RunPlan, backend: Backend, *, resume: bool, retry_errors: bool, force: bool
+) -> None:
     """Check that this run may use its directory and prepare it; no earlier run's services
     stay open."""
     if retry_errors and resume:
@@ -93,7 +95,13 @@ def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool
         )
     if retry_errors:
         check_retryable(plan.run_dir, plan.run_id, plan.settings)
-    prepare_run_dir(plan.run_dir, plan.run_id, resume=resume, force=force)
+    prepare_run_dir(
+        plan.run_dir,
+        plan.run_id,
+        resume=resume,
+        force=force,
+        store_elsewhere=backend.store is not None,
+    )
     write_corpus(plan)
     release_services()
 
