@@ -2,9 +2,10 @@
 Ray, the scripted LLM (started here, so it is on this namespace's loopback) and PostgreSQL over
 its unix socket.
 
-Three runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
---engine ray --ray-actors 2`` through the command line; and the Ray engine again with the actor
-that finishes the first context SIGKILLed at once, while it still works another.
+Four runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
+--engine ray --ray-actors 2`` through the command line; the Ray engine again with the actor
+that finishes the first context SIGKILLed at once, while it still works another; and the Ray
+engine under a token cap that the run reaches by its middle.
 
 Usage: python ray_run_scenario.py WORKDIR STORE_URL CONTEXTS. The report is WORKDIR/report.json
 (Ray prints its workers' messages on stdout): each run's suite files, sorted, and what the
@@ -33,6 +34,10 @@ from evals import reliability_worker as worker
 from evals.scale import ENVIRONMENT, SUT
 
 SUITE_FILES = (out.TEST_CASES, out.VERDICTS, out.BUGS, out.REJECTED)
+#: The capped run's token cap, as a share of what the reference run spent (each context about
+#: an eighth): the run reaches it with about three contexts finished and four in flight
+#: (two per actor), so it stops before the last context starts.
+CAP_SHARE = 0.33
 
 
 def suite(run_dir: Path) -> dict[str, list[str]]:
@@ -138,6 +143,23 @@ def main(workdir: Path, store: str, count: int) -> None:
                 "replaced": killer.replaced,
             }
             report["killed_s"] = round(time.monotonic() - started, 1)
+            release_services()
+
+            cap = int(reference.usage.total_tokens * CAP_SHARE)
+            capped = run_pipeline(
+                input_path,
+                workdir / "capped",
+                worker.settings_for(server.base_url, max_tokens=cap),
+                backend=backend,
+            )
+            report["capped"] = {
+                "cap": cap,
+                "status": capped.status,
+                "message": capped.message,
+                "contexts_finished": capped.counts["contexts_finished"],
+                "reference_tokens": reference.usage.total_tokens,
+            }
+            report["capped_s"] = round(time.monotonic() - started, 1)
     finally:
         ray.shutdown()
         (workdir / "report.json").write_text(json.dumps(report))

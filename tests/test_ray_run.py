@@ -1,7 +1,8 @@
 """``cq2a run --engine ray``: Ray actors over PostgreSQL give the single-process run's suite, also
-when an actor is SIGKILLed mid-run, and the store's password stays out of what the runs write.
+when an actor is SIGKILLed mid-run, stop at the spending cap, and
+the store's password stays out of what the runs write.
 
-One scenario (tests/ray_run_scenario.py) runs all three runs inside a loopback-only network
+One scenario (tests/ray_run_scenario.py) runs all four runs inside a loopback-only network
 namespace; the tests read its report."""
 
 from __future__ import annotations
@@ -76,3 +77,11 @@ def test_the_store_password_is_in_no_file_of_the_ray_runs(scenario) -> None:
         for name in (out.RUN, out.TRACE):
             assert PASSWORD not in (workdir / run / name).read_text(encoding="utf-8"), (run, name)
         assert out.read_json(workdir / run / out.RUN)["backend"]["engine"] == "ray"
+
+
+def test_the_spending_cap_stops_a_ray_run_before_its_last_context(scenario) -> None:
+    _, report, _ = scenario
+    capped = report["capped"]
+    assert capped["status"] == "stopped", capped
+    assert "token cap reached" in capped["message"]
+    assert capped["contexts_finished"] < CONTEXTS, capped

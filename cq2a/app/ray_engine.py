@@ -9,8 +9,10 @@ context ends upserts its state to the store and deletes its thread. When an acto
 contexts it held go to a fresh actor and resume from their checkpoints.
 
 Each context's events come back with its result, so the trace and the progress get them when
-the context ends, not as they happen. Each actor has its own spending meter: the cap holds per
-actor, not across the run.
+the context ends, not as they happen. The spending cap: each actor's meter holds it for the
+requests the actor sends, and the driver's meter, which counts the head, every finished
+context and evaluate, stops the run once the whole run reaches it; the contexts in flight then
+may pass it by what they spend before they end.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage
 from cq2a.app.engine import Engine, EventHandler
 from cq2a.app.postgres import Leases, PostgresDatabase, connect_saver
 from cq2a.app.results import ResultFiles
@@ -54,17 +57,18 @@ class ContextWorker:
         return os.getpid()
 
     def run_context(self, seq: int, context: Context) -> dict[str, Any]:
-        """Work one context under its lease; its events and final candidates (none when
+        """Work one context under its lease; its events, final candidates and usage (none when
         another worker already finished it)."""
         events: list[dict[str, Any]] = []
         thread_id = self.plan.thread_config(context.id)["configurable"]["thread_id"]
+        state: dict[str, Any] = {}
         with self.leases.lease(thread_id):
-            if context.id in self.engine.store.finished_contexts():
-                return {"events": events, "candidates": [], "worker": os.getpid()}
-            state = self.engine.work_context(seq, context, events.append)
+            if context.id not in self.engine.store.finished_contexts():
+                state = self.engine.work_context(seq, context, events.append)
         return {
             "events": events,
             "candidates": state.get("candidates") or [],
+            "usage": state.get("usage") or Usage(),
             "worker": os.getpid(),
         }
 
@@ -103,6 +107,7 @@ class RayEngine(Engine):
             self.saver.delete_thread(thread_id)
         todo = deque((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
         at_once = contexts_at_once(self.plan.settings)
+        meter = services_for(self.plan.settings, self.plan.run_id).llm.meter
         self._workers = [self.start_worker() for _ in range(self.actors)]
         running: dict[Any, Pending] = {}
         errors: list[BaseException] = []
@@ -139,6 +144,9 @@ class RayEngine(Engine):
                     }
                 )
                 ResultFiles(self.plan.run_dir).save_context(result)
+                meter.record(result["usage"])
+                if not errors:
+                    errors += whole_run_cap(meter)
         finally:
             for actor in self._workers:
                 ray.kill(actor)
@@ -156,3 +164,12 @@ class RayEngine(Engine):
                 raise RuntimeError(f"{self._replaced} Ray actors died; the last: {error}")
             self._workers[index] = self.start_worker()
             events({"event": "worker_replaced", "error": str(error)[:500]})
+
+
+def whole_run_cap(meter: SpendingMeter) -> list[BaseException]:
+    """The cap, if reached by what the driver's meter counted (the run's, not one actor's)."""
+    try:
+        meter.check()
+    except BudgetExceeded as error:
+        return [error]
+    return []
