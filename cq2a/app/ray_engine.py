@@ -106,23 +106,13 @@ class RayEngine(Engine):
         for thread_id in self.threads(done):  # a run killed before it let go of them
             self.saver.delete_thread(thread_id)
         todo = deque((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
-        at_once = contexts_at_once(self.plan.settings)
+        # the driver's meter, which counts the head and resumed spend, counts every context too
         meter = services_for(self.plan.settings, self.plan.run_id).llm.meter
         self._workers = [self.start_worker() for _ in range(self.actors)]
         running: dict[Any, Pending] = {}
         errors: list[BaseException] = []
         try:
-            while True:
-                for actor in self._workers:
-                    load = sum(p.actor is actor for p in running.values())
-                    while not errors and todo and load < at_once:
-                        seq, context = todo.popleft()
-                        running[actor.run_context.remote(seq, context)] = Pending(
-                            seq, context, actor
-                        )
-                        load += 1
-                if not running:
-                    break
+            while self.hand_out(todo if not errors else deque(), running):
                 (ready,), _ = ray.wait(list(running), num_returns=1)
                 pending = running.pop(ready)
                 try:
@@ -134,25 +124,34 @@ class RayEngine(Engine):
                 except Exception as error:
                     errors.append(error)
                     continue
-                for event in result["events"]:
-                    events(event)
-                events(
-                    {
-                        "event": "context_worked",
-                        "context": pending.context.id,
-                        "worker": result["worker"],
-                    }
-                )
-                ResultFiles(self.plan.run_dir).save_context(result)
+                self.settle(pending, result, events)
                 meter.record(result["usage"])
-                if not errors:
-                    errors += whole_run_cap(meter)
+                errors += whole_run_cap(meter)
         finally:
             for actor in self._workers:
                 ray.kill(actor)
             self._workers = []
         if errors:
             raise errors[0]
+
+    def hand_out(self, todo: deque[tuple[int, Context]], running: dict[Any, Pending]) -> bool:
+        """Fill each actor's free places from ``todo``; whether any context is running."""
+        at_once = contexts_at_once(self.plan.settings)
+        for actor in self._workers:
+            load = sum(p.actor is actor for p in running.values())
+            for _ in range(min(at_once - load, len(todo))):
+                seq, context = todo.popleft()
+                running[actor.run_context.remote(seq, context)] = Pending(seq, context, actor)
+        return bool(running)
+
+    def settle(self, pending: Pending, result: dict[str, Any], events: EventHandler) -> None:
+        """A context an actor finished: its events, which actor worked it, ``partial/``."""
+        for event in result["events"]:
+            events(event)
+        events(
+            {"event": "context_worked", "context": pending.context.id, "worker": result["worker"]}
+        )
+        ResultFiles(self.plan.run_dir).save_context(result)
 
     def replace(self, actor: Any, error: RayActorError, events: EventHandler) -> None:
         """A fresh actor in place of one that died (once, however many contexts it held)."""
