@@ -47,6 +47,17 @@ def suite(run_dir: Path) -> dict[str, list[str]]:
     }
 
 
+def extracted(run_dir: Path) -> list[str]:
+    """The contexts whose trace shows their extract stage: a context resumed from a checkpoint
+    past it does not (a dead actor's events never reach the trace)."""
+    events = map(json.loads, (run_dir / out.TRACE).read_text(encoding="utf-8").splitlines())
+    return sorted(
+        e["context_id"]
+        for e in events
+        if e.get("event") == "stage_started" and e.get("stage") == "extract"
+    )
+
+
 def cli_run(input_path: Path, run_dir: Path, base_url: str, store: str) -> int:
     """``cq2a run --engine ray``, with the reference's settings as flags (as evals/scale.py)."""
     return cq2a_main(
@@ -141,6 +152,7 @@ def main(workdir: Path, store: str, count: int) -> None:
                 "killed_pid": killer.killed,
                 "workers": killer.workers,
                 "replaced": killer.replaced,
+                "extracted": extracted(workdir / "killed"),
             }
             report["killed_s"] = round(time.monotonic() - started, 1)
             release_services()

@@ -48,6 +48,8 @@ def scenario(postgres: Postgres) -> Iterator[tuple[Path, dict[str, Any], float]]
     assert done.returncode == 0, (report, done.stdout[-3000:], done.stderr[-4000:])
     timings = {key: value for key, value in report.items() if key.endswith("_s")}
     print(f"ray scenario: {seconds:.0f} s in all; seconds since its start: {timings}")
+    extracted = report.get("killed", {}).get("extracted")
+    print(f"killed run: extract in the trace for {extracted}")
     yield workdir, report, seconds
     shutil.rmtree(workdir, ignore_errors=True)
 
