@@ -4,7 +4,8 @@ then evaluate; what each part produces goes to the run store as it ends.
 A context's thread runs under the SQLite checkpointer, so a stopped or killed run resumes it
 where it was; once it ends its final state goes to the store and its thread leaves the
 checkpointer. The checkpoint then holds only the contexts in flight, and the process only what
-they hold: neither grows with the contexts already done.
+they hold: neither grows with the contexts already done. The same engine runs over PostgreSQL
+(``cq2a.app.postgres``), and ``cq2a.app.ray_engine`` hands its contexts to Ray actors.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import structlog
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from cq2a.adapters.llm.usage import Usage
@@ -67,7 +69,7 @@ class EventSink:
 @dataclass
 class Engine:
     plan: RunPlan
-    saver: SqliteSaver
+    saver: BaseCheckpointSaver[Any]
     store: RunStore
 
     def __post_init__(self) -> None:
@@ -141,8 +143,13 @@ class Engine:
             raise errors[0]
 
     def run_context(self, seq: int, context: Context, events: EventHandler) -> None:
+        """One context's thread (``work_context``); then its tests go to ``partial/``."""
+        state = self.work_context(seq, context, events)
+        ResultFiles(self.plan.run_dir).save_context(state)
+
+    def work_context(self, seq: int, context: Context, events: EventHandler) -> dict[str, Any]:
         """One context's thread, from its checkpoint if it has one; once it ends, its state
-        goes to the store and ``partial/``, and the thread leaves the checkpointer."""
+        goes to the store and the thread leaves the checkpointer. Its final state."""
         config = self.plan.thread_config(context.id)
         started = self.saver.get_tuple(config) is not None
         for event in self.context_graph.stream(
@@ -154,8 +161,8 @@ class Engine:
             events(event)
         state = self.context_graph.get_state(config).values
         self.store.save_context(context.id, seq, state)
-        ResultFiles(self.plan.run_dir).save_context(state)
         self.saver.delete_thread(config["configurable"]["thread_id"])
+        return state
 
     def run_evaluate(self, events: EventHandler) -> None:
         """Evaluate the SUT on the accepted tests the store holds; verdicts and figures to the
@@ -180,11 +187,19 @@ class Engine:
 
     def threads(self, contexts: Iterable[str]) -> Iterator[str]:
         """The checkpointed threads of these contexts."""
-        saved = saved_threads(self.saver)
+        saved = self.saved_threads()
         for context_id in contexts:
             thread_id = self.plan.thread_config(context_id)["configurable"]["thread_id"]
             if thread_id in saved:
                 yield thread_id
+
+    def saved_threads(self) -> set[str]:
+        """The run's threads the checkpointer holds."""
+        if isinstance(self.saver, SqliteSaver):
+            return saved_threads(self.saver)
+        from cq2a.app.postgres import checkpointed  # the distributed extra, only when used
+
+        return checkpointed(self.saver, self.plan.run_id)  # type: ignore[arg-type]
 
     def in_flight(self) -> Iterator[dict[str, Any]]:
         """The checkpointed state of each context that began and did not end."""

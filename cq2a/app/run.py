@@ -2,8 +2,10 @@
 
 The engine (``cq2a.app.engine``) runs each context as a thread under a SQLite checkpointer and
 keeps what each finished context produced in the run store, so ``resume=True`` continues an
-interrupted run without redoing finished contexts. Results are appended per context as each one
-finishes (``partial/``) and the final files are rewritten from the store.
+interrupted run without redoing finished contexts. A ``Backend`` (``cq2a.app.backend``) puts the
+checkpointer and the store in PostgreSQL instead, and may hand the contexts to Ray. Results are
+appended per context as each one finishes (``partial/``) and the final files are rewritten from
+the store.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from cq2a.adapters.llm.usage import Usage
-from cq2a.app import outputs as out
-from cq2a.app.checkpoint import check_resumable, open_checkpointer
+from cq2a.app.backend import Backend, open_engine
+from cq2a.app.checkpoint import check_resumable
 from cq2a.app.engine import Engine, EventHandler
 from cq2a.app.estimate import Rates, estimate_contexts, estimate_error
 from cq2a.app.outcome import Outcome
@@ -29,7 +31,7 @@ from cq2a.app.rundir import (
     recorded_spend,
     write_corpus,
 )
-from cq2a.app.store import RUN_ID, open_store
+from cq2a.app.store import RUN_ID
 from cq2a.language.parsing.base import ParserUnavailable
 from cq2a.models.records import Context
 from cq2a.runtime.services import release_services, services_for
@@ -58,6 +60,7 @@ def run_pipeline(
     retry_errors: bool = False,
     force: bool = False,
     on_event: EventHandler | None = None,
+    backend: Backend | None = None,
 ) -> RunSummary:
     """Run CQ2A over an input file; every outcome, including a stop, leaves a complete run dir.
 
@@ -65,25 +68,24 @@ def run_pipeline(
     and store, write the results from the store, one context at a time.
     """
     plan = plan_run(input_path, Path(run_dir), settings, limit)
-    open_run_dir(plan, resume=resume, retry_errors=retry_errors, force=force)
+    backend = backend or Backend()
+    open_run_dir(plan, backend, resume=resume, retry_errors=retry_errors, force=force)
     estimate = None if resume or retry_errors else run_estimate(plan.contexts, plan.settings)
     announce(plan, estimate, on_event)
-    with (
-        open_checkpointer(plan.run_dir) as saver,
-        open_store(plan.run_dir / out.STORE) as store,
-    ):
+    with open_engine(plan, backend, fresh=not resume) as engine:
         if resume:
-            check_resumable(store, plan)
-        store.set_meta(RUN_ID, plan.run_id)
-        engine = Engine(plan, saver, store)
+            check_resumable(engine.store, plan)
+        engine.store.set_meta(RUN_ID, plan.run_id)
         # a resumed run's cap covers what it spent before
         spent = most_spent(engine.spent(), recorded_spend(plan.run_dir)) if resume else None
         outcome = engine.run(spent_before=spent, on_event=on_event)
         release_services(plan.run_id)
-        return write_run(plan, outcome, engine, estimate)
+        return write_run(plan, outcome, engine, estimate, backend)
 
 
-def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool) -> None:
+def open_run_dir(
+    plan: RunPlan, backend: Backend, *, resume: bool, retry_errors: bool, force: bool
+) -> None:
     """Check that this run may use its directory and prepare it; no earlier run's services
     stay open."""
     if retry_errors and resume:
@@ -92,7 +94,13 @@ def open_run_dir(plan: RunPlan, *, resume: bool, retry_errors: bool, force: bool
         )
     if retry_errors:
         check_retryable(plan.run_dir, plan.run_id, plan.settings)
-    prepare_run_dir(plan.run_dir, plan.run_id, resume=resume, force=force)
+    prepare_run_dir(
+        plan.run_dir,
+        plan.run_id,
+        resume=resume,
+        force=force,
+        store_elsewhere=backend.store is not None,
+    )
     write_corpus(plan)
     release_services()
 
@@ -131,7 +139,11 @@ def metered_spend(plan: RunPlan) -> Usage | None:
 
 
 def write_run(
-    plan: RunPlan, outcome: Outcome, engine: Engine, estimate: dict[str, Any] | None
+    plan: RunPlan,
+    outcome: Outcome,
+    engine: Engine,
+    estimate: dict[str, Any] | None,
+    backend: Backend | None = None,
 ) -> RunSummary:
     """Write the results and run.json from what the engine's store holds; the run's summary."""
     results = ResultFiles(plan.run_dir)
@@ -149,6 +161,8 @@ def write_run(
     outcome.message = with_next_step(outcome, plan.input_path, plan.run_dir)
     usage = most_spent(values.get("usage") or Usage(), metered_spend(plan))
     record = run_record(plan, outcome, counts, usage, values)
+    if backend is not None:
+        record["backend"] = backend.public()
     if estimate is not None:
         record["estimate"] = estimate_error(estimate, usage.total_tokens)
     results.write_record(record)

@@ -138,8 +138,11 @@ def fingerprint(contexts: list[Context], settings: Settings) -> str:
     return digest[:16]
 
 
-def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) -> None:
-    """Refuse to mix two runs in one directory; start a fresh checkpoint unless resuming."""
+def prepare_run_dir(
+    run_dir: Path, run_id: str, *, resume: bool, force: bool, store_elsewhere: bool = False
+) -> None:
+    """Refuse to mix two runs in one directory; start a fresh checkpoint unless resuming.
+    ``store_elsewhere``: the store is in PostgreSQL, which says itself what it holds."""
     run_file = run_dir / out.RUN
     if run_file.exists() and not force:
         previous = out.read_json(run_file).get("run_id")
@@ -148,7 +151,7 @@ def prepare_run_dir(run_dir: Path, run_id: str, *, resume: bool, force: bool) ->
                 f"{run_dir} holds a different run ({previous}); choose another --out, "
                 "or pass --force to overwrite it"
             )
-    if resume and not (run_dir / out.STORE).exists():
+    if resume and not store_elsewhere and not (run_dir / out.STORE).exists():
         raise RunDirError(f"nothing to resume in {run_dir}: no {out.STORE}")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,11 @@
 """The run store: what each finished context produced, the verdicts, and the run's own figures,
-in a SQLite file of the run directory.
+in a SQLite file of the run directory, or in a PostgreSQL schema of the run's own
+(``cq2a.app.postgres``) that workers on several machines share.
 
 A context's thread leaves the checkpointer once its final state is here, so neither the
 checkpoint nor the process grows with the contexts already done. Every write is keyed (a
 context's id, a test's id, a name): writing one twice, as a resumed run may, replaces it. The
-SQL is what PostgreSQL accepts too, placeholders aside.
+SQL is what PostgreSQL accepts too, placeholders aside: each database says how it runs it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -82,26 +83,58 @@ def settled_plan(plan: ContextPlan) -> ContextPlan:
     return plan.model_copy(update={"pool": []})
 
 
-class RunStore:
+class Database(Protocol):
+    """Where a store's rows live: statements with ``?`` placeholders, each write one
+    transaction."""
+
+    def create(self, statements: tuple[str, ...]) -> None: ...
+
+    def write(self, sql: str, rows: list[tuple[Any, ...]]) -> None: ...
+
+    def read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...
+
+
+class SqliteDatabase:
     """One connection, shared by the threads that finish contexts, behind one lock."""
 
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def create(self, statements: tuple[str, ...]) -> None:
         with self._lock, self._db:
-            for statement in SCHEMA:
+            for statement in statements:
                 self._db.execute(statement)
+
+    def write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        with self._lock, self._db:
+            self._db.executemany(sql, rows)
+
+    def read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+
+class RunStore:
+    """The run's records over one database; its tables are made if missing."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._db.create(SCHEMA)
 
     def close(self) -> None:
         self._db.close()
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        with self._lock, self._db:
-            self._db.executemany(sql, rows)
+        self._db.write(sql, rows)
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        return self._db.read(sql, args)
 
     def save_context(self, context_id: str, seq: int, state: dict[str, Any]) -> None:
         """Keep a context's final state (the lists it produced and what it spent), its plans
@@ -169,7 +202,7 @@ class RunStore:
 
 @contextmanager
 def open_store(path: Path) -> Iterator[RunStore]:
-    store = RunStore(path)
+    store = RunStore(SqliteDatabase(path))
     try:
         yield store
     finally:

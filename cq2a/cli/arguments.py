@@ -124,6 +124,27 @@ def add_run_options(
     sub.add_argument("--coverage-rounds", type=int, default=None)
     sub.add_argument("--consistency-threshold", type=float, default=None)
     _add_oracle_and_spending_options(sub)
+    _add_backend_options(sub)
+
+
+def _add_backend_options(sub: argparse.ArgumentParser) -> None:
+    """Where the run works and keeps its state (the ``distributed`` extra for the last two)."""
+    sub.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process; ray: the contexts on Ray actors (needs --store)",
+    )
+    sub.add_argument(
+        "--store",
+        default=None,
+        help="postgresql://USER[:PASSWORD]@HOST:PORT/DB for checkpoints and results "
+        "(default: SQLite files in --out)",
+    )
+    sub.add_argument(
+        "--ray-address", default=None, help="the Ray cluster to join (default: a local one)"
+    )
+    sub.add_argument("--ray-actors", type=int, default=2, help="Ray actors working contexts")
 
 
 def add_test_options(sub: argparse.ArgumentParser) -> None:

@@ -28,12 +28,19 @@ EXIT_OK, EXIT_BUGS, EXIT_USAGE, EXIT_STOPPED, EXIT_FAILED = 0, 1, 2, 3, 4
 
 
 def command_run(args: argparse.Namespace, input_path: Path, base: Settings | None = None) -> int:
+    from cq2a.app.backend import Backend
     from cq2a.app.run import RunDirError, run_pipeline  # defers langgraph to the run
 
     settings = settings_from_args(args, base)
     print(describe_sut(settings), flush=True)
     progress = RunProgress(enabled=not args.no_progress, follow=args.follow)
     try:
+        backend = Backend(
+            engine=args.engine,
+            store=args.store,
+            ray_address=args.ray_address,
+            ray_actors=args.ray_actors,
+        )
         with progress:
             summary = run_pipeline(
                 input_path,
@@ -44,6 +51,7 @@ def command_run(args: argparse.Namespace, input_path: Path, base: Settings | Non
                 retry_errors=args.retry_errors,
                 force=args.force,
                 on_event=progress.handle,
+                backend=backend,
             )
     except (RunDirError, ValueError, OSError) as error:
         print(f"cq2a: {error}", file=sys.stderr)

@@ -1,0 +1,174 @@
+"""The engine on Ray: the run's head and evaluate in this process (the driver), each context on
+one of ``actors`` Ray actors, all sharing one PostgreSQL database for checkpoints and the store.
+
+Each actor builds the run's services and the compiled context graph once, and works up to
+``contexts_at_once`` contexts at a time (a threaded actor). A context's thread id is the run's id
+and the context's, so any actor can take over any context: it holds the context's lease
+(``Leases``) while it works, resumes from the context's checkpoint if there is one, and once the
+context ends upserts its state to the store and deletes its thread. When an actor dies, the
+contexts it held go to a fresh actor and resume from their checkpoints.
+
+Each context's events come back with its result, so the trace and the progress get them when
+the context ends, not as they happen. The spending cap: each actor's meter holds it for the
+requests the actor sends, and the driver's meter, which counts the head, every finished
+context and evaluate, stops the run once the whole run reaches it; the contexts in flight then
+may pass it by what they spend before they end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage
+from cq2a.app.engine import Engine, EventHandler
+from cq2a.app.postgres import Leases, PostgresDatabase, connect_saver
+from cq2a.app.results import ResultFiles
+from cq2a.app.rundir import RunPlan
+from cq2a.app.store import RunStore
+from cq2a.models.records import Context
+from cq2a.nodes.context import contexts_at_once
+from cq2a.runtime.services import services_for
+
+#: Fresh actors a run starts in place of dead ones, per actor asked for, before it gives up
+#: (an actor that cannot start, say with its parser missing on its machine, dies every time).
+REPLACEMENTS_PER_ACTOR = 3
+
+
+class ContextWorker:
+    """A Ray actor's state: the run's services, the context graph over its own checkpointer
+    connection, the store, and the leases."""
+
+    def __init__(self, plan: RunPlan, store_url: str) -> None:
+        self.plan = plan
+        self.leases = Leases(store_url)
+        store = RunStore(PostgresDatabase(store_url, plan.run_id, fresh=False))
+        self.engine = Engine(plan, connect_saver(store_url), store)
+        run = services_for(plan.settings, plan.run_id)
+        if plan.settings.sut.question_alone:  # the corpus the re-ask searches
+            run.corpus_index(lambda: plan.contexts)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run_context(self, seq: int, context: Context) -> dict[str, Any]:
+        """Work one context under its lease; its events, final candidates and usage (none when
+        another worker already finished it)."""
+        events: list[dict[str, Any]] = []
+        thread_id = self.plan.thread_config(context.id)["configurable"]["thread_id"]
+        state: dict[str, Any] = {}
+        with self.leases.lease(thread_id):
+            if context.id not in self.engine.store.finished_contexts():
+                state = self.engine.work_context(seq, context, events.append)
+        return {
+            "events": events,
+            "candidates": state.get("candidates") or [],
+            "usage": state.get("usage") or Usage(),
+            "worker": os.getpid(),
+        }
+
+
+@dataclass
+class Pending:
+    """A context handed to an actor."""
+
+    seq: int
+    context: Context
+    actor: Any
+
+
+@dataclass
+class RayEngine(Engine):
+    store_url: str = ""
+    address: str | None = None
+    actors: int = 2
+    _workers: list[Any] = field(default_factory=list)
+    _replaced: int = 0
+
+    def start_worker(self) -> Any:
+        actor = ray.remote(ContextWorker).options(
+            max_restarts=0, max_concurrency=contexts_at_once(self.plan.settings)
+        )
+        return actor.remote(self.plan, self.store_url)
+
+    def run_contexts(self, events: EventHandler) -> None:
+        """Each context not yet in the store, on the actors; a context whose actor died goes to
+        a fresh one. After the first error no context starts; those running end (or fail),
+        then the error is raised."""
+        if not ray.is_initialized():
+            ray.init(address=self.address)
+        done = self.store.finished_contexts()
+        for thread_id in self.threads(done):  # a run killed before it let go of them
+            self.saver.delete_thread(thread_id)
+        todo = deque((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
+        # the driver's meter, which counts the head and resumed spend, counts every context too
+        meter = services_for(self.plan.settings, self.plan.run_id).llm.meter
+        self._workers = [self.start_worker() for _ in range(self.actors)]
+        running: dict[Any, Pending] = {}
+        errors: list[BaseException] = []
+        try:
+            while self.hand_out(todo if not errors else deque(), running):
+                (ready,), _ = ray.wait(list(running), num_returns=1)
+                pending = running.pop(ready)
+                try:
+                    result = ray.get(ready)
+                except RayActorError as error:
+                    self.replace(pending.actor, error, events)
+                    todo.appendleft((pending.seq, pending.context))
+                    continue
+                except Exception as error:
+                    errors.append(error)
+                    continue
+                self.settle(pending, result, events)
+                meter.record(result["usage"])
+                errors += whole_run_cap(meter)
+        finally:
+            for actor in self._workers:
+                ray.kill(actor)
+            self._workers = []
+        if errors:
+            raise errors[0]
+
+    def hand_out(self, todo: deque[tuple[int, Context]], running: dict[Any, Pending]) -> bool:
+        """Fill each actor's free places from ``todo``; whether any context is running."""
+        at_once = contexts_at_once(self.plan.settings)
+        for actor in self._workers:
+            load = sum(p.actor is actor for p in running.values())
+            for _ in range(min(at_once - load, len(todo))):
+                seq, context = todo.popleft()
+                running[actor.run_context.remote(seq, context)] = Pending(seq, context, actor)
+        return bool(running)
+
+    def settle(self, pending: Pending, result: dict[str, Any], events: EventHandler) -> None:
+        """A context an actor finished: its events, which actor worked it, ``partial/``."""
+        for event in result["events"]:
+            events(event)
+        events(
+            {"event": "context_worked", "context": pending.context.id, "worker": result["worker"]}
+        )
+        ResultFiles(self.plan.run_dir).save_context(result)
+
+    def replace(self, actor: Any, error: RayActorError, events: EventHandler) -> None:
+        """A fresh actor in place of one that died (once, however many contexts it held)."""
+        for index, worker in enumerate(self._workers):
+            if worker is not actor:
+                continue
+            self._replaced += 1
+            if self._replaced > REPLACEMENTS_PER_ACTOR * self.actors:
+                raise RuntimeError(f"{self._replaced} Ray actors died; the last: {error}")
+            self._workers[index] = self.start_worker()
+            events({"event": "worker_replaced", "error": str(error)[:500]})
+
+
+def whole_run_cap(meter: SpendingMeter) -> list[BaseException]:
+    """The cap, if reached by what the driver's meter counted (the run's, not one actor's)."""
+    try:
+        meter.check()
+    except BudgetExceeded as error:
+        return [error]
+    return []

@@ -1,0 +1,181 @@
+"""Ray runs of cq2a for tests/test_ray_run.py, inside a loopback-only network namespace: a local
+Ray, the scripted LLM (started here, so it is on this namespace's loopback) and PostgreSQL over
+its unix socket.
+
+Four runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
+--engine ray --ray-actors 2`` through the command line; the Ray engine again with the actor
+that finishes the first context SIGKILLed at once, while it still works another; and the Ray
+engine under a token cap that the run reaches by its middle.
+
+Usage: python ray_run_scenario.py WORKDIR STORE_URL CONTEXTS. The report is WORKDIR/report.json
+(Ray prints its workers' messages on stdout): each run's suite files, sorted, and what the
+killing run saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from cq2a.app import outputs as out
+from cq2a.app.backend import Backend
+from cq2a.app.run import run_pipeline
+from cq2a.cli import main as cq2a_main
+from cq2a.runtime.services import release_services
+from cq2a.testing.scripted_server import ScriptedLLMServer
+from evals import reliability_worker as worker
+from evals.scale import ENVIRONMENT, SUT
+
+SUITE_FILES = (out.TEST_CASES, out.VERDICTS, out.BUGS, out.REJECTED)
+#: The capped run's token cap, as a share of what the reference run spent (each context about
+#: an eighth): the run reaches it with about three contexts finished and four in flight
+#: (two per actor), so it stops before the last context starts.
+CAP_SHARE = 0.33
+
+
+def suite(run_dir: Path) -> dict[str, list[str]]:
+    return {
+        name: sorted((run_dir / name).read_text(encoding="utf-8").splitlines())
+        for name in SUITE_FILES
+    }
+
+
+def extracted(run_dir: Path) -> list[str]:
+    """The contexts whose trace shows their extract stage: a context resumed from a checkpoint
+    past it does not (a dead actor's events never reach the trace)."""
+    events = map(json.loads, (run_dir / out.TRACE).read_text(encoding="utf-8").splitlines())
+    return sorted(
+        e["context_id"]
+        for e in events
+        if e.get("event") == "stage_started" and e.get("stage") == "extract"
+    )
+
+
+def cli_run(input_path: Path, run_dir: Path, base_url: str, store: str) -> int:
+    """``cq2a run --engine ray``, with the reference's settings as flags (as evals/scale.py)."""
+    return cq2a_main(
+        [
+            "run",
+            str(input_path),
+            "--out",
+            str(run_dir),
+            "--backend",
+            "compatible",
+            "--base-url",
+            base_url,
+            "--model",
+            "scripted",
+            "--sut",
+            SUT,
+            "--question-mix",
+            "entity=1",
+            "--no-relations",
+            "--coverage-rounds",
+            "0",
+            "--answers-per-context",
+            "1",
+            "--questions-per-entity",
+            "2",
+            "--concurrency",
+            "2",
+            "--no-judge-probe",
+            "--no-progress",
+            "--engine",
+            "ray",
+            "--ray-actors",
+            "2",
+            "--store",
+            store,
+        ]
+    )
+
+
+class KillFirstWorker:
+    """An event handler that SIGKILLs the actor that reports the run's first finished context."""
+
+    def __init__(self) -> None:
+        self.killed: int | None = None
+        self.workers: list[int] = []
+        self.replaced = 0
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("event") == "worker_replaced":
+            self.replaced += 1
+        if event.get("event") != "context_worked":
+            return
+        self.workers.append(event["worker"])
+        if self.killed is None:
+            self.killed = event["worker"]
+            os.kill(self.killed, signal.SIGKILL)
+
+
+def main(workdir: Path, store: str, count: int) -> None:
+    os.environ.update(ENVIRONMENT)
+    report: dict[str, Any] = {}
+    started = time.monotonic()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=str(workdir / "ray"))
+    report["init_s"] = round(time.monotonic() - started, 1)
+    input_path = worker.write_input(workdir / "in.jsonl", worker.contexts(count))
+    try:
+        with ScriptedLLMServer() as server:
+            worker.script().install(server.rules)
+            settings = worker.settings_for(server.base_url)
+            reference = run_pipeline(input_path, workdir / "reference", settings)
+            report["reference"] = {
+                "status": reference.status,
+                "suite": suite(workdir / "reference"),
+            }
+            report["reference_s"] = round(time.monotonic() - started, 1)
+            release_services()
+
+            code = cli_run(input_path, workdir / "cli", server.base_url, store)
+            report["cli"] = {"exit": code, "suite": suite(workdir / "cli")}
+            report["cli_s"] = round(time.monotonic() - started, 1)
+            release_services()
+
+            killer = KillFirstWorker()
+            backend = Backend(engine="ray", store=store, ray_actors=2)
+            killed = run_pipeline(
+                input_path, workdir / "killed", settings, on_event=killer, backend=backend
+            )
+            report["killed"] = {
+                "status": killed.status,
+                "message": killed.message,
+                "suite": suite(workdir / "killed"),
+                "killed_pid": killer.killed,
+                "workers": killer.workers,
+                "replaced": killer.replaced,
+                "extracted": extracted(workdir / "killed"),
+            }
+            report["killed_s"] = round(time.monotonic() - started, 1)
+            release_services()
+
+            cap = int(reference.usage.total_tokens * CAP_SHARE)
+            capped = run_pipeline(
+                input_path,
+                workdir / "capped",
+                worker.settings_for(server.base_url, max_tokens=cap),
+                backend=backend,
+            )
+            report["capped"] = {
+                "cap": cap,
+                "status": capped.status,
+                "message": capped.message,
+                "contexts_finished": capped.counts["contexts_finished"],
+                "reference_tokens": reference.usage.total_tokens,
+            }
+            report["capped_s"] = round(time.monotonic() - started, 1)
+    finally:
+        ray.shutdown()
+        (workdir / "report.json").write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))

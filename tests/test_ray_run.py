@@ -1,0 +1,89 @@
+"""``cq2a run --engine ray``: Ray actors over PostgreSQL give the single-process run's suite, also
+when an actor is SIGKILLed mid-run, stop at the spending cap, and
+the store's password stays out of what the runs write.
+
+One scenario (tests/ray_run_scenario.py) runs all four runs inside a loopback-only network
+namespace; the tests read its report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cq2a.app import outputs as out
+from tests.services import Postgres, run_in_loopback_namespace
+
+SCENARIO = Path(__file__).with_name("ray_run_scenario.py")
+ROOT = SCENARIO.parents[1]
+CONTEXTS = 8
+PASSWORD = "ray-pw-that-must-not-leak"
+
+
+@pytest.fixture(scope="module")
+def scenario(postgres: Postgres) -> Iterator[tuple[Path, dict[str, Any], float]]:
+    """Not pytest's tmp_path: Ray's unix socket paths must stay under 108 characters."""
+    workdir = Path(tempfile.mkdtemp(prefix="cq2a-ray-"))
+    store = postgres.socket_url.replace("postgres@", f"postgres:{PASSWORD}@", 1)
+    env = os.environ | {
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+        "PYTHONPATH": str(ROOT),
+    }
+    started = time.monotonic()
+    done = run_in_loopback_namespace(
+        [sys.executable, str(SCENARIO), str(workdir), store, str(CONTEXTS)], timeout=600, env=env
+    )
+    seconds = time.monotonic() - started
+    report_file = workdir / "report.json"
+    report = json.loads(report_file.read_text()) if report_file.exists() else {}
+    assert done.returncode == 0, (report, done.stdout[-3000:], done.stderr[-4000:])
+    timings = {key: value for key, value in report.items() if key.endswith("_s")}
+    print(f"ray scenario: {seconds:.0f} s in all; seconds since its start: {timings}")
+    extracted = report.get("killed", {}).get("extracted")
+    print(f"killed run: extract in the trace for {extracted}")
+    yield workdir, report, seconds
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_ray_run_through_the_command_line_gives_the_single_process_suite(scenario) -> None:
+    _, report, _ = scenario
+    assert report["reference"]["status"] == "finished"
+    assert report["reference"]["suite"][out.TEST_CASES]  # a suite worth comparing
+    assert report["cli"]["exit"] in (0, 1)  # finished; 1: it found bugs
+    assert report["cli"]["suite"] == report["reference"]["suite"]
+
+
+def test_a_sigkilled_actor_leaves_the_suite_whole_with_no_test_twice(scenario) -> None:
+    workdir, report, _ = scenario
+    killed = report["killed"]
+    assert killed["status"] == "finished", killed["message"]
+    assert killed["killed_pid"] is not None and killed["replaced"] == 1
+    assert len(set(killed["workers"])) >= 2  # the work did not all land on one actor
+    assert killed["suite"] == report["reference"]["suite"]
+    test_ids = [case["id"] for case in out.read_jsonl(workdir / "killed" / out.TEST_CASES)]
+    assert len(test_ids) == len(set(test_ids))
+
+
+def test_the_store_password_is_in_no_file_of_the_ray_runs(scenario) -> None:
+    workdir, _, _ = scenario
+    for run in ("cli", "killed"):
+        for name in (out.RUN, out.TRACE):
+            assert PASSWORD not in (workdir / run / name).read_text(encoding="utf-8"), (run, name)
+        assert out.read_json(workdir / run / out.RUN)["backend"]["engine"] == "ray"
+
+
+def test_the_spending_cap_stops_a_ray_run_before_its_last_context(scenario) -> None:
+    _, report, _ = scenario
+    capped = report["capped"]
+    assert capped["status"] == "stopped", capped
+    assert "token cap reached" in capped["message"]
+    assert capped["contexts_finished"] < CONTEXTS, capped
