@@ -34,3 +34,15 @@ def test_a_stored_context_keeps_its_plan_without_the_pool_of_its_coverage_rounds
     assert kept.pool == []
     assert kept.model_dump(exclude={"pool"}) == plan.model_dump(exclude={"pool"})
     assert record.answers == [answer(0)]
+
+
+def test_a_stored_context_is_found_by_its_id_alone(tmp_path):
+    """A Ray worker asks whether the context it leased is already done, once per context: one
+    row looked up, the same answer as the set of every finished id."""
+    with open_store(tmp_path / "run.sqlite") as store:
+        assert not store.has_context("c")
+        store.save_context("c", 0, {"answers": [answer(0)]})
+        store.save_context("c", 0, {"answers": [answer(0)]})  # a repeated write: one row
+        assert store.has_context("c")
+        assert not store.has_context("d")
+        assert store.finished_contexts() == {"c"}

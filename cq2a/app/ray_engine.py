@@ -63,7 +63,7 @@ class ContextWorker:
         thread_id = self.plan.thread_config(context.id)["configurable"]["thread_id"]
         state: dict[str, Any] = {}
         with self.leases.lease(thread_id):
-            if context.id not in self.engine.store.finished_contexts():
+            if not self.engine.store.has_context(context.id):
                 state = self.engine.work_context(seq, context, events.append)
         return {
             "events": events,

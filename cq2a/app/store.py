@@ -149,6 +149,10 @@ class RunStore:
     def finished_contexts(self) -> set[str]:
         return {row[0] for row in self._read("SELECT context_id FROM contexts")}
 
+    def has_context(self, context_id: str) -> bool:
+        """Whether this context's final state is kept (one row looked up, not every id read)."""
+        return bool(self._read("SELECT 1 FROM contexts WHERE context_id = ?", (context_id,)))
+
     def contexts(self) -> Iterator[ContextRecord]:
         """The finished contexts in input order, read one at a time."""
         for (context_id,) in self._read("SELECT context_id FROM contexts ORDER BY seq"):
