@@ -80,12 +80,21 @@ def write_contexts(path: Path, rows: Sequence[dict[str, str]]) -> Path:
 def run_command(
     input_path: Path, run_dir: Path, base_url: str, concurrency: int, answers: int
 ) -> list[str]:
-    """The ``cq2a run`` a size measures: entity questions only, two per answer, no relations,
-    no coverage rounds, no judge probe; every LLM role at ``base_url``."""
+    """The ``cq2a run`` a size measures, as a child process (``run_arguments``)."""
     return [
         sys.executable,
         "-m",
         "cq2a.cli",
+        *run_arguments(input_path, run_dir, base_url, concurrency, answers),
+    ]
+
+
+def run_arguments(
+    input_path: Path, run_dir: Path, base_url: str, concurrency: int, answers: int
+) -> list[str]:
+    """``cq2a run``'s arguments: entity questions only, two per answer, no relations, no
+    coverage rounds, no judge probe; every LLM role at ``base_url``."""
+    return [
         "run",
         str(input_path),
         "--out",

@@ -31,7 +31,7 @@ from cq2a.cli import main as cq2a_main
 from cq2a.runtime.services import release_services
 from cq2a.testing.scripted_server import ScriptedLLMServer
 from evals import reliability_worker as worker
-from evals.scale import ENVIRONMENT, SUT
+from evals.scale import ENVIRONMENT, run_arguments
 
 SUITE_FILES = (out.TEST_CASES, out.VERDICTS, out.BUGS, out.REJECTED)
 #: The capped run's token cap, as a share of what the reference run spent (each context about
@@ -59,42 +59,9 @@ def extracted(run_dir: Path) -> list[str]:
 
 
 def cli_run(input_path: Path, run_dir: Path, base_url: str, store: str) -> int:
-    """``cq2a run --engine ray``, with the reference's settings as flags (as evals/scale.py)."""
-    return cq2a_main(
-        [
-            "run",
-            str(input_path),
-            "--out",
-            str(run_dir),
-            "--backend",
-            "compatible",
-            "--base-url",
-            base_url,
-            "--model",
-            "scripted",
-            "--sut",
-            SUT,
-            "--question-mix",
-            "entity=1",
-            "--no-relations",
-            "--coverage-rounds",
-            "0",
-            "--answers-per-context",
-            "1",
-            "--questions-per-entity",
-            "2",
-            "--concurrency",
-            "2",
-            "--no-judge-probe",
-            "--no-progress",
-            "--engine",
-            "ray",
-            "--ray-actors",
-            "2",
-            "--store",
-            store,
-        ]
-    )
+    """``cq2a run --engine ray``, with the reference's settings as flags (evals/scale.py's)."""
+    arguments = run_arguments(input_path, run_dir, base_url, concurrency=2, answers=1)
+    return cq2a_main([*arguments, "--engine", "ray", "--ray-actors", "2", "--store", store])
 
 
 class KillFirstWorker:
