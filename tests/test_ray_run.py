@@ -20,6 +20,10 @@ from typing import Any
 import pytest
 
 from cq2a.app import outputs as out
+from cq2a.cli import main as cq2a_main
+from cq2a.testing.scripted_server import ScriptedLLMServer
+from evals import reliability_worker as worker
+from evals.scale import ENVIRONMENT, SUT
 from tests.services import Postgres, run_in_loopback_namespace
 
 SCENARIO = Path(__file__).with_name("ray_run_scenario.py")
@@ -89,3 +93,34 @@ def test_the_spending_cap_stops_a_ray_run_before_its_last_context(scenario) -> N
     assert capped["status"] == "stopped", capped
     assert "token cap reached" in capped["message"]
     assert capped["contexts_finished"] < CONTEXTS, capped
+
+
+def test_report_and_test_compare_read_a_ray_run_directory(scenario, tmp_path) -> None:
+    """The run directory a Ray run writes from its store is the one `cq2a report` and `cq2a test
+    --compare` read: the report is written, and the suite re-run against the same SUT and
+    scripted LLM (outside the namespace: no Ray here) finds every bug still failing."""
+    workdir, _, _ = scenario
+    ray_run = workdir / "cli"
+    assert cq2a_main(["report", str(ray_run)]) == 0
+    assert (ray_run / "report.html").stat().st_size > 0
+
+    bugs = {b["test_id"] for b in out.read_jsonl(ray_run / out.BUGS)}
+    assert bugs, "the scenario's SUT fails some tests"
+    with ScriptedLLMServer(latency_s=0, keep_requests=False) as server:
+        worker.script().install(server.rules)
+        with pytest.MonkeyPatch.context() as env:
+            for name, value in ENVIRONMENT.items():
+                env.setenv(name, value)
+            code = cq2a_main(
+                [
+                    "test", str(ray_run), "--out", str(tmp_path / "again"), "--sut", SUT,
+                    "--backend", "compatible", "--base-url", server.base_url,
+                    "--model", "scripted", "--compare", str(ray_run), "--no-progress",
+                ]
+            )  # fmt: skip
+    assert code == 0
+    again = out.read_json(tmp_path / "again" / out.RUN)
+    assert {b["test_id"] for b in out.read_jsonl(tmp_path / "again" / out.BUGS)} == bugs
+    assert again["counts"]["test_cases"] == len(out.read_jsonl(ray_run / out.TEST_CASES))
+    assert set(again["diff"]["still_failing"]) == bugs
+    assert again["diff"]["fixed"] == again["diff"]["newly_failing"] == []
