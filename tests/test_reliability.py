@@ -424,6 +424,8 @@ def test_spending_cap_holds_across_a_resume(tmp_path):
     with ScriptedLLMServer() as server:
         first = scripted_run(server, input_path, tmp_path / "run", max_tokens=cap, concurrency=4)
         spent = sum(r.prompt_tokens + r.completion_tokens for r in server.requests)
+        # run.json counts every request the stopped part made, those of interrupted nodes too
+        assert out.read_json(tmp_path / "run" / out.RUN)["usage"]["total_tokens"] == spent
         server.reset()
         release_services()
         again = run_pipeline(

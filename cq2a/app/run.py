@@ -79,8 +79,9 @@ def run_pipeline(
         # a resumed run's cap covers what it spent before
         spent = most_spent(engine.spent(), recorded_spend(plan.run_dir)) if resume else None
         outcome = engine.run(spent_before=spent, on_event=on_event)
+        metered = metered_spend(plan)  # read before the release drops the meter
         release_services(plan.run_id)
-        return write_run(plan, outcome, engine, estimate, backend)
+        return write_run(plan, outcome, engine, estimate, backend, metered)
 
 
 def open_run_dir(
@@ -144,8 +145,10 @@ def write_run(
     engine: Engine,
     estimate: dict[str, Any] | None,
     backend: Backend | None = None,
+    metered: Usage | None = None,
 ) -> RunSummary:
-    """Write the results and run.json from what the engine's store holds; the run's summary."""
+    """Write the results and run.json from what the engine's store holds and what the
+    spending meter counted (``metered``); the run's summary."""
     results = ResultFiles(plan.run_dir)
     values = engine.values()
     finished = len(values["finished"])
@@ -159,7 +162,7 @@ def write_run(
             "unsettled by failed LLM calls",
         )
     outcome.message = with_next_step(outcome, plan.input_path, plan.run_dir)
-    usage = most_spent(values.get("usage") or Usage(), metered_spend(plan))
+    usage = most_spent(values.get("usage") or Usage(), metered)
     record = run_record(plan, outcome, counts, usage, values)
     if backend is not None:
         record["backend"] = backend.public()
