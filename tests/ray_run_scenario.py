@@ -2,10 +2,12 @@
 Ray, the scripted LLM (started here, so it is on this namespace's loopback) and PostgreSQL over
 its unix socket.
 
-Four runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
+Five runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
 --engine ray --ray-actors 2`` through the command line; the Ray engine again with the actor
-that finishes the first context SIGKILLed at once, while it still works another; and the Ray
-engine under a token cap that the run reaches by its middle.
+that finishes the first context SIGKILLed at once, while it still works another; the Ray
+engine under a token cap that the run reaches by its middle; and ``cq2a run --engine ray`` in a
+process of its own, SIGKILLed (driver and, with it, its actors) once its first context is
+saved, then the same command with ``--resume``.
 
 Usage: python ray_run_scenario.py WORKDIR STORE_URL CONTEXTS. The report is WORKDIR/report.json
 (Ray prints its workers' messages on stdout): each run's suite files, sorted, and what the
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,10 +61,57 @@ def extracted(run_dir: Path) -> list[str]:
     )
 
 
-def cli_run(input_path: Path, run_dir: Path, base_url: str, store: str) -> int:
-    """``cq2a run --engine ray``, with the reference's settings as flags (evals/scale.py's)."""
+def cli_arguments(input_path: Path, run_dir: Path, base_url: str, store: str) -> list[str]:
+    """``cq2a run --engine ray``'s arguments, with the reference's settings as flags
+    (evals/scale.py's)."""
     arguments = run_arguments(input_path, run_dir, base_url, concurrency=2, answers=1)
-    return cq2a_main([*arguments, "--engine", "ray", "--ray-actors", "2", "--store", store])
+    return [*arguments, "--engine", "ray", "--ray-actors", "2", "--store", store]
+
+
+def cli_run(input_path: Path, run_dir: Path, base_url: str, store: str) -> int:
+    return cq2a_main(cli_arguments(input_path, run_dir, base_url, store))
+
+
+def killed_driver_then_resumed(
+    input_path: Path, run_dir: Path, base_url: str, store: str, address: str
+) -> dict[str, Any]:
+    """``cq2a run --engine ray`` as its own process on this Ray cluster, SIGKILLed once its
+    first context is in ``partial/`` (its actors, which it owns, die with it); then the same
+    command with ``--resume``. What each part saw, and the resumed run's suite."""
+    command = [
+        sys.executable,
+        "-m",
+        "cq2a.cli",
+        *cli_arguments(input_path, run_dir, base_url, store),
+        "--ray-address",
+        address,
+    ]
+    driver = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    partial = run_dir / "partial"
+    deadline = time.monotonic() + 600
+    while driver.poll() is None and time.monotonic() < deadline:
+        if partial.is_dir() and any(partial.iterdir()):
+            break
+        time.sleep(0.02)
+    alive = driver.poll() is None
+    driver.kill()
+    _, stderr = driver.communicate()
+    saved = len(list(partial.iterdir())) if partial.is_dir() else 0
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, check=False)
+    record = out.read_json(run_dir / out.RUN)
+    test_ids = [case["id"] for case in out.read_jsonl(run_dir / out.TEST_CASES)]
+    return {
+        "killed_while_running": alive,
+        "saved_when_killed": saved,
+        "first_stderr": stderr.decode(errors="replace")[-2000:],
+        "exit": resumed.returncode,
+        "stderr": resumed.stderr[-2000:],
+        "status": record["status"],
+        "message": record.get("message", ""),
+        "contexts_finished": record["counts"]["contexts_finished"],
+        "duplicate_tests": len(test_ids) - len(set(test_ids)),
+        "suite": suite(run_dir),
+    }
 
 
 class KillFirstWorker:
@@ -87,7 +137,9 @@ def main(workdir: Path, store: str, count: int) -> None:
     os.environ.update(ENVIRONMENT)
     report: dict[str, Any] = {}
     started = time.monotonic()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=str(workdir / "ray"))
+    cluster = ray.init(
+        address="local", num_cpus=2, include_dashboard=False, _temp_dir=str(workdir / "ray")
+    )
     report["init_s"] = round(time.monotonic() - started, 1)
     input_path = worker.write_input(workdir / "in.jsonl", worker.contexts(count))
     try:
@@ -139,6 +191,16 @@ def main(workdir: Path, store: str, count: int) -> None:
                 "reference_tokens": reference.usage.total_tokens,
             }
             report["capped_s"] = round(time.monotonic() - started, 1)
+            release_services()
+
+            report["resumed"] = killed_driver_then_resumed(
+                input_path,
+                workdir / "resumed",
+                server.base_url,
+                store,
+                cluster.address_info["address"],
+            )
+            report["resumed_s"] = round(time.monotonic() - started, 1)
     finally:
         ray.shutdown()
         (workdir / "report.json").write_text(json.dumps(report))

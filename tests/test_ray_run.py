@@ -1,8 +1,9 @@
 """``cq2a run --engine ray``: Ray actors over PostgreSQL give the single-process run's suite, also
-when an actor is SIGKILLed mid-run, stop at the spending cap, and
+when an actor is SIGKILLed mid-run, stop at the spending cap, finish with --resume after the
+driver is SIGKILLed, and
 the store's password stays out of what the runs write.
 
-One scenario (tests/ray_run_scenario.py) runs all four runs inside a loopback-only network
+One scenario (tests/ray_run_scenario.py) runs all five runs inside a loopback-only network
 namespace; the tests read its report."""
 
 from __future__ import annotations
@@ -79,9 +80,23 @@ def test_a_sigkilled_actor_leaves_the_suite_whole_with_no_test_twice(scenario) -
     assert len(test_ids) == len(set(test_ids))
 
 
+def test_a_ray_run_whose_driver_is_killed_finishes_with_resume(scenario) -> None:
+    """The driver SIGKILLed after its first context was saved, with others in flight; the same
+    command with --resume finishes with the single-process suite and no test twice."""
+    _, report, _ = scenario
+    resumed = report["resumed"]
+    assert resumed["killed_while_running"] and resumed["saved_when_killed"] >= 1, resumed
+    assert resumed["saved_when_killed"] < CONTEXTS, resumed  # the kill came mid-run
+    assert resumed["exit"] in (0, 1), resumed["stderr"]  # finished; 1: it found bugs
+    assert resumed["status"] == "finished", resumed["message"]
+    assert resumed["contexts_finished"] == CONTEXTS
+    assert resumed["duplicate_tests"] == 0
+    assert resumed["suite"] == report["reference"]["suite"]
+
+
 def test_the_store_password_is_in_no_file_of_the_ray_runs(scenario) -> None:
     workdir, _, _ = scenario
-    for run in ("cli", "killed"):
+    for run in ("cli", "killed", "resumed"):
         for name in (out.RUN, out.TRACE):
             assert PASSWORD not in (workdir / run / name).read_text(encoding="utf-8"), (run, name)
         assert out.read_json(workdir / run / out.RUN)["backend"]["engine"] == "ray"
