@@ -1,6 +1,6 @@
 """The limits a Ray run's processes share: the spending meter in the run's PostgreSQL schema
 (``cq2a.app.store_meter``), against the real server, with several meter objects standing for
-several processes."""
+several processes; and each actor's share of the request rate."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage
+from cq2a.app.ray_engine import actor_plan
+from cq2a.app.rundir import plan_run
 from cq2a.app.store_meter import StoreMeter
 from cq2a.runtime.services import release_services, services_for, share_meter
 from evals import reliability_worker as worker
@@ -159,3 +161,15 @@ def test_the_runs_llm_clients_count_against_the_shared_meter(tmp_path: Path) -> 
             share_meter(settings, "shared", SpendingMeter())
     finally:
         release_services()
+
+
+def test_each_actor_gets_an_even_share_of_the_request_rate(tmp_path: Path) -> None:
+    input_path = worker.write_input(tmp_path / "in.jsonl", worker.contexts(1))
+    paced = plan_run(
+        input_path, tmp_path / "run", worker.settings_for("http://x/v1", requests_per_second=6), 1
+    )
+    shared = actor_plan(paced, 4)
+    assert shared.settings.requests_per_second == 1.5
+    assert (shared.run_id, shared.contexts) == (paced.run_id, paced.contexts)
+    unpaced = plan_run(input_path, tmp_path / "run", worker.settings_for("http://x/v1"), 1)
+    assert actor_plan(unpaced, 4) is unpaced
