@@ -5,7 +5,8 @@ its unix socket.
 Five runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
 --engine ray --ray-actors 2`` through the command line; the Ray engine again with the actor
 that finishes the first context SIGKILLed at once, while it still works another; the Ray
-engine under a token cap that the run reaches by its middle; and ``cq2a run --engine ray`` in a
+engine under a token cap that the run reaches by its middle, with the tokens the scripted server
+counted over all of its requests; and ``cq2a run --engine ray`` in a
 process of its own, SIGKILLed (driver and, with it, its actors) once its first context is
 saved, then the same command with ``--resume``.
 
@@ -59,6 +60,12 @@ def extracted(run_dir: Path) -> list[str]:
         for e in events
         if e.get("event") == "stage_started" and e.get("stage") == "extract"
     )
+
+
+def served_tokens(server: ScriptedLLMServer, since: int) -> int:
+    """The tokens the scripted server counted over its requests from the ``since``-th on: what
+    the run really spent, whichever process sent them."""
+    return sum(r.prompt_tokens + r.completion_tokens for r in server.requests[since:])
 
 
 def cli_arguments(input_path: Path, run_dir: Path, base_url: str, store: str) -> list[str]:
@@ -177,6 +184,7 @@ def main(workdir: Path, store: str, count: int) -> None:
             release_services()
 
             cap = int(reference.usage.total_tokens * CAP_SHARE)
+            sent = len(server.requests)
             capped = run_pipeline(
                 input_path,
                 workdir / "capped",
@@ -189,6 +197,7 @@ def main(workdir: Path, store: str, count: int) -> None:
                 "message": capped.message,
                 "contexts_finished": capped.counts["contexts_finished"],
                 "reference_tokens": reference.usage.total_tokens,
+                "server_tokens": served_tokens(server, since=sent),
             }
             report["capped_s"] = round(time.monotonic() - started, 1)
             release_services()

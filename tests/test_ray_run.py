@@ -1,6 +1,6 @@
 """``cq2a run --engine ray``: Ray actors over PostgreSQL give the single-process run's suite, also
-when an actor is SIGKILLed mid-run, stop at the spending cap, finish with --resume after the
-driver is SIGKILLed, and
+when an actor is SIGKILLed mid-run, stop at the spending cap without passing it, finish with
+--resume after the driver is SIGKILLed, and
 the store's password stays out of what the runs write.
 
 One scenario (tests/ray_run_scenario.py) runs all five runs inside a loopback-only network
@@ -57,6 +57,8 @@ def scenario(postgres: Postgres) -> Iterator[tuple[Path, dict[str, Any], float]]
     print(f"ray scenario: {seconds:.0f} s in all; seconds since its start: {timings}")
     extracted = report.get("killed", {}).get("extracted")
     print(f"killed run: extract in the trace for {extracted}")
+    capped = report.get("capped", {})
+    print(f"capped run: {capped.get('server_tokens')} tokens served, cap {capped.get('cap')}")
     yield workdir, report, seconds
     shutil.rmtree(workdir, ignore_errors=True)
 
@@ -108,6 +110,15 @@ def test_the_spending_cap_stops_a_ray_run_before_its_last_context(scenario) -> N
     assert capped["status"] == "stopped", capped
     assert "token cap reached" in capped["message"]
     assert capped["contexts_finished"] < CONTEXTS, capped
+
+
+def test_the_spending_cap_holds_over_the_requests_of_every_actor(scenario) -> None:
+    """What the server counted over both actors' requests (and the driver's) stays under the
+    cap: the actors share one meter in the store, so the contexts in flight when the cap is
+    reached cannot pass it."""
+    _, report, _ = scenario
+    capped = report["capped"]
+    assert 0 < capped["server_tokens"] <= capped["cap"], capped
 
 
 def test_report_and_test_compare_read_a_ray_run_directory(scenario, tmp_path) -> None:

@@ -87,7 +87,7 @@ class Engine:
             events = EventSink(trace_file, on_event)
             run = services_for(plan.settings, plan.run_id)
             if spent_before is not None:
-                run.llm.meter.record(spent_before)
+                run.llm.meter.resume_from(spent_before)
             self.run_head(events)
             if plan.settings.sut.question_alone:  # the corpus the re-ask searches
                 run.corpus_index(lambda: plan.contexts)

@@ -9,14 +9,20 @@ context ends upserts its state to the store and deletes its thread. When an acto
 contexts it held go to a fresh actor and resume from their checkpoints.
 
 Each context's events come back with its result, so the trace and the progress get them when
-the context ends, not as they happen. The spending cap: each actor's meter holds it for the
-requests the actor sends, and the driver's meter, which counts the head, every finished
-context and evaluate, stops the run once the whole run reaches it; the contexts in flight then
-may pass it by what they spend before they end.
+the context ends, not as they happen.
+
+The spending cap holds for the whole run: the driver and every actor count against one meter in
+the run's store (``cq2a.app.store_meter``), where each request reserves its worst case before it
+is sent, so the requests of all the actors together cannot pass it; the driver also stops
+handing out contexts once it is reached. The request rate holds for the whole run too: each
+actor's limiter allows ``requests_per_second / actors`` (the driver sends requests only before
+the actors start and after they end, at the full rate). The other request limits are each
+actor's own: its ``concurrency`` and a local server's slots.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -27,13 +33,15 @@ from ray.exceptions import RayActorError
 
 from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage
 from cq2a.app.engine import Engine, EventHandler
+from cq2a.app.outcome import Outcome
 from cq2a.app.postgres import Leases, PostgresDatabase, connect_saver
 from cq2a.app.results import ResultFiles
 from cq2a.app.rundir import RunPlan
 from cq2a.app.store import RunStore
+from cq2a.app.store_meter import store_meter
 from cq2a.models.records import Context
 from cq2a.nodes.context import contexts_at_once
-from cq2a.runtime.services import services_for
+from cq2a.runtime.services import services_for, share_meter
 
 #: Fresh actors a run starts in place of dead ones, per actor asked for, before it gives up
 #: (an actor that cannot start, say with its parser missing on its machine, dies every time).
@@ -49,7 +57,8 @@ class ContextWorker:
         self.leases = Leases(store_url)
         store = RunStore(PostgresDatabase(store_url, plan.run_id, fresh=False))
         self.engine = Engine(plan, connect_saver(store_url), store)
-        run = services_for(plan.settings, plan.run_id)
+        meter = store_meter(store_url, plan.run_id, plan.settings)
+        run = share_meter(plan.settings, plan.run_id, meter)
         if plan.settings.sut.question_alone:  # the corpus the re-ask searches
             run.corpus_index(lambda: plan.contexts)
 
@@ -90,11 +99,18 @@ class RayEngine(Engine):
     _workers: list[Any] = field(default_factory=list)
     _replaced: int = 0
 
+    def run(self, *, spent_before: Usage | None, on_event: EventHandler | None) -> Outcome:
+        """The engine's run, with the driver's LLM clients counting against the run's meter in
+        the store (made here, before any actor starts), which every actor counts against too."""
+        meter = store_meter(self.store_url, self.plan.run_id, self.plan.settings, create=True)
+        share_meter(self.plan.settings, self.plan.run_id, meter)
+        return super().run(spent_before=spent_before, on_event=on_event)
+
     def start_worker(self) -> Any:
         actor = ray.remote(ContextWorker).options(
             max_restarts=0, max_concurrency=contexts_at_once(self.plan.settings)
         )
-        return actor.remote(self.plan, self.store_url)
+        return actor.remote(actor_plan(self.plan, self.actors), self.store_url)
 
     def run_contexts(self, events: EventHandler) -> None:
         """Each context not yet in the store, on the actors; a context whose actor died goes to
@@ -106,7 +122,7 @@ class RayEngine(Engine):
         for thread_id in self.threads(done):  # a run killed before it let go of them
             self.saver.delete_thread(thread_id)
         todo = deque((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
-        # the driver's meter, which counts the head and resumed spend, counts every context too
+        # the run's meter in the store, which every actor's requests count against
         meter = services_for(self.plan.settings, self.plan.run_id).llm.meter
         self._workers = [self.start_worker() for _ in range(self.actors)]
         running: dict[Any, Pending] = {}
@@ -125,7 +141,6 @@ class RayEngine(Engine):
                     errors.append(error)
                     continue
                 self.settle(pending, result, events)
-                meter.record(result["usage"])
                 errors += whole_run_cap(meter)
         finally:
             for actor in self._workers:
@@ -165,8 +180,19 @@ class RayEngine(Engine):
             events({"event": "worker_replaced", "error": str(error)[:500]})
 
 
+def actor_plan(plan: RunPlan, actors: int) -> RunPlan:
+    """The plan an actor works under: the run's, with an even share of ``requests_per_second``
+    for each actor's rate limiter (one per process), so the actors together stay under it."""
+    rate = plan.settings.requests_per_second
+    if not rate:
+        return plan
+    settings = plan.settings.model_copy(update={"requests_per_second": rate / actors})
+    return dataclasses.replace(plan, settings=settings)
+
+
 def whole_run_cap(meter: SpendingMeter) -> list[BaseException]:
-    """The cap, if reached by what the driver's meter counted (the run's, not one actor's)."""
+    """The cap, if reached by what the run's meter counted (every process's requests): then no
+    further context starts."""
     try:
         meter.check()
     except BudgetExceeded as error:

@@ -1,7 +1,8 @@
 """The one registry of what a run uses: its LLM clients, embedder, parser and SUT.
 
 Per run (keyed by settings and the run's thread id): the LLM clients with their cache and
-spending meter, so two runs never share a meter. Per process: the parser, the embedder and the
+spending meter, so two runs never share a meter (unless ``share_meter`` gives a run's processes
+one meter in its store). Per process: the parser, the embedder and the
 SUT, which are the same for every run with the same spec, so a long-lived ``langgraph dev``
 server loads each once however many threads it serves. ``release_services`` ends a run's share.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from cq2a.adapters.llm.breaker import reset_breakers
 from cq2a.adapters.llm.choices import forget_n_support
 from cq2a.adapters.llm.roles import LLMRuntime, build_llm_runtime
+from cq2a.adapters.llm.usage import SpendingMeter
 from cq2a.adapters.sut import build_sut
 from cq2a.adapters.sut.chat import sut_chat_model
 from cq2a.adapters.sut.rag import read_corpus
@@ -34,6 +36,8 @@ class Services:
     #: The run's contexts as one searchable corpus (``index_corpus``), for the re-ask over the
     #: corpus when the SUT gets the question alone.
     corpus: PassageIndex | None = None
+    #: The spending meter the LLM clients count against (``share_meter``); None: their own.
+    meter: SpendingMeter | None = None
     _corpus_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def index_corpus(self, contexts: Sequence[Context]) -> PassageIndex:
@@ -57,7 +61,7 @@ class Services:
 
     @cached_property
     def llm(self) -> LLMRuntime:
-        return build_llm_runtime(self.settings, self.run_key)
+        return build_llm_runtime(self.settings, self.run_key, self.meter)
 
     @cached_property
     def embedder(self) -> Any:
@@ -85,10 +89,13 @@ class Services:
         return _shared_sut(spec.model_dump_json(), secret, self.settings.local_slots)
 
     def close(self) -> None:
-        """Close this run's LLM cache, if its clients were ever built."""
+        """Close this run's LLM cache, if its clients were ever built, and its meter."""
         runtime = self.__dict__.get("llm")
         if runtime is not None and runtime.cache is not None:
             runtime.cache.close()
+        meter = runtime.meter if runtime is not None else self.meter
+        if meter is not None:
+            meter.close()
 
     @property
     def consistency_threshold(self) -> float:
@@ -136,6 +143,17 @@ def services_for(settings: Settings | None, run_key: str = "default") -> Service
         if key not in _SERVICES:
             _SERVICES[key] = Services(settings, run_key)
         return _SERVICES[key]
+
+
+def share_meter(settings: Settings, run_key: str, meter: SpendingMeter) -> Services:
+    """The run's services, their LLM clients to count against ``meter`` rather than a meter of
+    their own: one that the run's other processes count against too. Only before the clients
+    are built, since each client holds the meter it was built with."""
+    services = services_for(settings, run_key)
+    if "llm" in services.__dict__ and services.llm.meter is not meter:
+        raise RuntimeError(f"run {run_key}'s LLM clients already count against another meter")
+    services.meter = meter
+    return services
 
 
 def release_services(run_key: str | None = None) -> None:

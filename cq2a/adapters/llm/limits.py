@@ -3,7 +3,9 @@ run's circuit breaker for its endpoint, and the spending cap.
 
 A local llama.cpp server decodes ``slots`` sequences at once, and all roles (and runs) on it
 share them, each choice taking one; a remote API gets the run's ``concurrency`` requests in
-flight. The rate limiter is langchain's, one per rate, shared by every client that asks for it.
+flight. The rate limiter is langchain's, one per rate, shared by every client of the process
+that asks for it; a run spread over processes gives each its share of the rate
+(``cq2a.app.ray_engine``), and its meter may be one they share (``cq2a.app.store_meter``).
 """
 
 from __future__ import annotations

@@ -23,15 +23,18 @@ class LLMRuntime:
     cache: LLMCache | None
 
 
-def build_llm_runtime(settings: Settings, run_key: str = "default") -> LLMRuntime:
-    """The three roles' clients of one run.
+def build_llm_runtime(
+    settings: Settings, run_key: str = "default", meter: SpendingMeter | None = None
+) -> LLMRuntime:
+    """The three roles' clients of one run, counting against ``meter`` (a meter that several
+    processes share) or, with none, against a meter of their own under the settings' caps.
 
     Our own SQLite cache rather than LangChain's ``SQLiteCache``: a replay must find each
     choice of an ``n``-choice request under its own seed, count its hits, and work whether or
     not the server honours ``n``; LangChain caches whole generations by prompt only."""
     cache_path = settings.cache_path
     llm_cache = LLMCache(cache_path) if cache_path and cache_path != "off" else None
-    meter = SpendingMeter(
+    meter = meter or SpendingMeter(
         max_tokens=settings.max_tokens,
         max_cost=settings.max_cost,
         price_per_1k_prompt=settings.price_per_1k_prompt,

@@ -89,7 +89,8 @@ class SpendingMeter:
     Before a request the caller reserves its estimate (prompt tokens from its length, and the
     completion cap for every choice); requests already in flight hold their reservations, so
     concurrent requests cannot together overshoot the cap. After the request the reservation is
-    replaced by what it really used."""
+    replaced by what it really used. ``cq2a.app.store_meter`` keeps the same accounts in a
+    database, for a run whose requests come from several processes."""
 
     def __init__(
         self,
@@ -101,9 +102,19 @@ class SpendingMeter:
         self.max_tokens = max_tokens
         self.max_cost = max_cost
         self.prices = (price_per_1k_prompt, price_per_1k_completion)
-        self.total = Usage()
-        self.reserved = Usage()
+        self._total = Usage()
+        self._reserved = Usage()
         self._lock = threading.Lock()
+
+    @property
+    def total(self) -> Usage:
+        """What the run spent so far."""
+        return self._total
+
+    @property
+    def reserved(self) -> Usage:
+        """The worst case of the requests in flight."""
+        return self._reserved
 
     def cost(self, usage: Usage | None = None) -> float:
         usage = usage or self.total
@@ -117,36 +128,51 @@ class SpendingMeter:
         self.reserve(Usage())
         self.release(Usage())
 
+    def refusal(self, total: Usage, reserved: Usage, estimate: Usage) -> BudgetExceeded | None:
+        """Why a request of up to ``estimate`` may not be sent, given the spend so far and the
+        requests in flight (None: it fits both caps)."""
+        worst = total + reserved + estimate
+        if self.max_tokens is not None and (
+            total.total_tokens >= self.max_tokens or worst.total_tokens > self.max_tokens
+        ):
+            return BudgetExceeded(
+                f"token cap reached: {total.total_tokens} spent, "
+                f"{reserved.total_tokens} in flight, a request of up to "
+                f"{estimate.total_tokens} would pass {self.max_tokens} tokens"
+            )
+        if self.max_cost is not None and (
+            self.cost(total) >= self.max_cost or self.cost(worst) > self.max_cost
+        ):
+            return BudgetExceeded(
+                f"cost cap reached: {self.cost(total):.4f} spent, a request of up to "
+                f"{self.cost(estimate):.4f} would pass {self.max_cost}"
+            )
+        return None
+
     def reserve(self, estimate: Usage) -> None:
         """Hold ``estimate`` for a request about to be sent, or raise BudgetExceeded if the
         spend so far, the requests in flight and this one could pass a cap."""
         with self._lock:
-            worst = self.total + self.reserved + estimate
-            if self.max_tokens is not None and (
-                self.total.total_tokens >= self.max_tokens or worst.total_tokens > self.max_tokens
-            ):
-                raise BudgetExceeded(
-                    f"token cap reached: {self.total.total_tokens} spent, "
-                    f"{self.reserved.total_tokens} in flight, a request of up to "
-                    f"{estimate.total_tokens} would pass {self.max_tokens} tokens"
-                )
-            if self.max_cost is not None and (
-                self.cost() >= self.max_cost or self.cost(worst) > self.max_cost
-            ):
-                raise BudgetExceeded(
-                    f"cost cap reached: {self.cost():.4f} spent, a request of up to "
-                    f"{self.cost(estimate):.4f} would pass {self.max_cost}"
-                )
-            self.reserved = self.reserved + estimate
+            refused = self.refusal(self._total, self._reserved, estimate)
+            if refused is not None:
+                raise refused
+            self._reserved = self._reserved + estimate
 
     def release(self, estimate: Usage) -> None:
         """Drop a reservation (its request finished or failed)."""
         with self._lock:
-            self.reserved = Usage(
-                prompt_tokens=self.reserved.prompt_tokens - estimate.prompt_tokens,
-                completion_tokens=self.reserved.completion_tokens - estimate.completion_tokens,
+            self._reserved = Usage(
+                prompt_tokens=self._reserved.prompt_tokens - estimate.prompt_tokens,
+                completion_tokens=self._reserved.completion_tokens - estimate.completion_tokens,
             )
 
     def record(self, usage: Usage) -> None:
         with self._lock:
-            self.total = self.total + usage
+            self._total = self._total + usage
+
+    def resume_from(self, spent_before: Usage) -> None:
+        """Count what a resumed run spent before this meter was made."""
+        self.record(spent_before)
+
+    def close(self) -> None:
+        """Let go of what the meter holds (nothing, in this process)."""
