@@ -109,6 +109,7 @@ def test_the_spending_cap_stops_a_ray_run_before_its_last_context(scenario) -> N
     capped = report["capped"]
     assert capped["status"] == "stopped", capped
     assert "token cap reached" in capped["message"]
+    assert "ray::" not in capped["message"] and "\x1b" not in capped["message"]  # no wrapper
     assert capped["contexts_finished"] < CONTEXTS, capped
 
 

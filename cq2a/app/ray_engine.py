@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 
 from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage
 from cq2a.app.engine import Engine, EventHandler
@@ -138,7 +138,7 @@ class RayEngine(Engine):
                     todo.appendleft((pending.seq, pending.context))
                     continue
                 except Exception as error:
-                    errors.append(error)
+                    errors.append(raised_in_actor(error))
                     continue
                 self.settle(pending, result, events)
                 errors += whole_run_cap(meter)
@@ -198,3 +198,12 @@ def whole_run_cap(meter: SpendingMeter) -> list[BaseException]:
     except BudgetExceeded as error:
         return [error]
     return []
+
+
+def raised_in_actor(error: BaseException) -> BaseException:
+    """What an actor's context raised, without Ray's wrapper: its message then reads as in a
+    single-process run ("token cap reached: ..."), not after the actor's name, pid and colour
+    codes."""
+    if isinstance(error, RayTaskError) and isinstance(error.cause, BaseException):
+        return error.cause
+    return error
