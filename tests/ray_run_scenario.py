@@ -52,8 +52,9 @@ def suite(run_dir: Path) -> dict[str, list[str]]:
 
 
 def extracted(run_dir: Path) -> list[str]:
-    """The contexts whose trace shows their extract stage: a context resumed from a checkpoint
-    past it does not (a dead actor's events never reach the trace)."""
+    """The contexts whose trace shows their extract stage. Events stream from the actors as they
+    happen, so a context that a dead actor began and another resumed past its extract stage
+    shows it too."""
     events = map(json.loads, (run_dir / out.TRACE).read_text(encoding="utf-8").splitlines())
     return sorted(
         e["context_id"]

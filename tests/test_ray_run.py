@@ -78,6 +78,8 @@ def test_a_sigkilled_actor_leaves_the_suite_whole_with_no_test_twice(scenario) -
     assert killed["killed_pid"] is not None and killed["replaced"] == 1
     assert len(set(killed["workers"])) >= 2  # the work did not all land on one actor
     assert killed["suite"] == report["reference"]["suite"]
+    # the dead actor's events reached the trace as they happened, before it died
+    assert killed["extracted"] == [context.id for context in worker.contexts(CONTEXTS)]
     test_ids = [case["id"] for case in out.read_jsonl(workdir / "killed" / out.TEST_CASES)]
     assert len(test_ids) == len(set(test_ids))
 

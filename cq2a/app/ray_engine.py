@@ -8,8 +8,9 @@ and the context's, so any actor can take over any context: it holds the context'
 context ends upserts its state to the store and deletes its thread. When an actor dies, the
 contexts it held go to a fresh actor and resume from their checkpoints.
 
-Each context's events come back with its result, so the trace and the progress get them when
-the context ends, not as they happen.
+Each context's events stream to the driver as they happen, through a Ray queue the driver owns
+(an actor puts each event and waits until the queue holds it): the trace and the progress follow
+every actor live, and a context's events are all in the trace before the driver settles it.
 
 The spending cap holds for the whole run: the driver and every actor count against one meter in
 the run's store (``cq2a.app.store_meter``), where each request reserves its worst case before it
@@ -30,6 +31,7 @@ from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
+from ray.util.queue import Queue
 
 from cq2a.adapters.llm.usage import BudgetExceeded, SpendingMeter, Usage
 from cq2a.app.engine import Engine, EventHandler
@@ -46,14 +48,18 @@ from cq2a.runtime.services import services_for, share_meter
 #: Fresh actors a run starts in place of dead ones, per actor asked for, before it gives up
 #: (an actor that cannot start, say with its parser missing on its machine, dies every time).
 REPLACEMENTS_PER_ACTOR = 3
+#: How often, in seconds, the driver passes on the events its actors queued while it waits for
+#: a context to end.
+EVENTS_EVERY_S = 0.25
 
 
 class ContextWorker:
     """A Ray actor's state: the run's services, the context graph over its own checkpointer
     connection, the store, and the leases."""
 
-    def __init__(self, plan: RunPlan, store_url: str) -> None:
+    def __init__(self, plan: RunPlan, store_url: str, events: Queue) -> None:
         self.plan = plan
+        self.events = events
         self.leases = Leases(store_url)
         store = RunStore(PostgresDatabase(store_url, plan.run_id, fresh=False))
         self.engine = Engine(plan, connect_saver(store_url), store)
@@ -66,16 +72,14 @@ class ContextWorker:
         return os.getpid()
 
     def run_context(self, seq: int, context: Context) -> dict[str, Any]:
-        """Work one context under its lease; its events, final candidates and usage (none when
-        another worker already finished it)."""
-        events: list[dict[str, Any]] = []
+        """Work one context under its lease, its events to the driver's queue as they happen;
+        its final candidates and usage (none when another worker already finished it)."""
         thread_id = self.plan.thread_config(context.id)["configurable"]["thread_id"]
         state: dict[str, Any] = {}
         with self.leases.lease(thread_id):
             if not self.engine.store.has_context(context.id):
-                state = self.engine.work_context(seq, context, events.append)
+                state = self.engine.work_context(seq, context, self.events.put)
         return {
-            "events": events,
             "candidates": state.get("candidates") or [],
             "usage": state.get("usage") or Usage(),
             "worker": os.getpid(),
@@ -98,6 +102,7 @@ class RayEngine(Engine):
     actors: int = 2
     _workers: list[Any] = field(default_factory=list)
     _replaced: int = 0
+    _events: Queue | None = None
 
     def run(self, *, spent_before: Usage | None, on_event: EventHandler | None) -> Outcome:
         """The engine's run, with the driver's LLM clients counting against the run's meter in
@@ -110,7 +115,7 @@ class RayEngine(Engine):
         actor = ray.remote(ContextWorker).options(
             max_restarts=0, max_concurrency=contexts_at_once(self.plan.settings)
         )
-        return actor.remote(actor_plan(self.plan, self.actors), self.store_url)
+        return actor.remote(actor_plan(self.plan, self.actors), self.store_url, self._events)
 
     def run_contexts(self, events: EventHandler) -> None:
         """Each context not yet in the store, on the actors; a context whose actor died goes to
@@ -124,15 +129,19 @@ class RayEngine(Engine):
         todo = deque((seq, c) for seq, c in enumerate(self.plan.contexts) if c.id not in done)
         # the run's meter in the store, which every actor's requests count against
         meter = services_for(self.plan.settings, self.plan.run_id).llm.meter
+        self._events = Queue()
         self._workers = [self.start_worker() for _ in range(self.actors)]
         running: dict[Any, Pending] = {}
         errors: list[BaseException] = []
         try:
             while self.hand_out(todo if not errors else deque(), running):
-                (ready,), _ = ray.wait(list(running), num_returns=1)
-                pending = running.pop(ready)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=EVENTS_EVERY_S)
+                self.pass_on_events(events)
+                if not ready:
+                    continue
+                pending = running.pop(ready[0])
                 try:
-                    result = ray.get(ready)
+                    result = ray.get(ready[0])
                 except RayActorError as error:
                     self.replace(pending.actor, error, events)
                     todo.appendleft((pending.seq, pending.context))
@@ -146,6 +155,9 @@ class RayEngine(Engine):
             for actor in self._workers:
                 ray.kill(actor)
             self._workers = []
+            self.pass_on_events(events)
+            self._events.shutdown()
+            self._events = None
         if errors:
             raise errors[0]
 
@@ -159,10 +171,16 @@ class RayEngine(Engine):
                 running[actor.run_context.remote(seq, context)] = Pending(seq, context, actor)
         return bool(running)
 
-    def settle(self, pending: Pending, result: dict[str, Any], events: EventHandler) -> None:
-        """A context an actor finished: its events, which actor worked it, ``partial/``."""
-        for event in result["events"]:
+    def pass_on_events(self, events: EventHandler) -> None:
+        """The events the actors queued since the last call, in the order they were queued."""
+        assert self._events is not None
+        waiting = self._events.qsize()
+        for event in self._events.get_nowait_batch(waiting) if waiting else []:
             events(event)
+
+    def settle(self, pending: Pending, result: dict[str, Any], events: EventHandler) -> None:
+        """A context an actor finished (its events already passed on): which actor worked it,
+        ``partial/``."""
         events(
             {"event": "context_worked", "context": pending.context.id, "worker": result["worker"]}
         )
