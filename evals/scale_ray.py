@@ -61,6 +61,8 @@ REAP_GRACE_S = 60.0
 #: A run whose processes use at least this share of the machine's cores has saturated them.
 SATURATED = 0.9
 PR_SET_CHILD_SUBREAPER = 36
+STARTED_EXTRACT = ("stage_started", "extract")
+EVALUATED = ("stage_finished", "evaluate")
 RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
@@ -87,6 +89,10 @@ class ActorsResult(BaseModel):
     run_s: float
     contexts_per_s: float
     speedup: float
+    contexts_s: float
+    contexts_phase_per_s: float
+    contexts_speedup: float
+    evaluate_s: float
     requests: int
     test_ids: int
     cpu_s: float
@@ -248,6 +254,7 @@ def measure_actors(
         raise RuntimeError(f"cq2a run --engine ray exited {code} with no run.json:\n{tail}")
     run_s = float(record.get("seconds") or wall)
     ids = suite_ids(run_dir)
+    contexts_s, evaluate_s = phases(run_dir)
     cores = os.cpu_count() or 1
     return ActorsResult(
         contexts=count,
@@ -257,7 +264,11 @@ def measure_actors(
         wall_s=round(wall, 2),
         run_s=round(run_s, 2),
         contexts_per_s=round(count / run_s, 3),
-        speedup=1.0,  # set against the fewest actors by with_speedups
+        speedup=1.0,  # this and contexts_speedup: set against the fewest actors by with_speedups
+        contexts_s=round(contexts_s, 2),
+        contexts_phase_per_s=round(count / contexts_s, 3) if contexts_s else 0.0,
+        contexts_speedup=1.0,
+        evaluate_s=round(evaluate_s, 2),
         requests=server.served - served_before,
         test_ids=len(ids),
         cpu_s=round(cpu, 2),
@@ -270,15 +281,38 @@ def measure_actors(
     ), ids
 
 
+def phases(run_dir: Path) -> tuple[float, float]:
+    """From the run's trace: the seconds from the first context's extract to the last context's
+    end (the part the actors share out) and the evaluate stage's (the driver's alone)."""
+    lines = (run_dir / out.TRACE).read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    starts = [e["ts"] for e in events if (e.get("event"), e.get("stage")) == STARTED_EXTRACT]
+    ends = [e["ts"] for e in events if e.get("event") == "context_finished"]
+    evaluate = [e["seconds"] for e in events if (e.get("event"), e.get("stage")) == EVALUATED]
+    return (max(ends) - min(starts) if starts and ends else 0.0), sum(evaluate)
+
+
 def with_speedups(results: Sequence[ActorsResult]) -> list[ActorsResult]:
-    """Each result's contexts per second over that of the fewest actors at the same size."""
-    base: dict[int, float] = {}
+    """Each result's contexts per second, of the whole run and of its contexts' phase, over those
+    of the fewest actors at the same size."""
+    base: dict[int, ActorsResult] = {}
     for item in sorted(results, key=lambda r: r.actors):
-        base.setdefault(item.contexts, item.contexts_per_s)
+        base.setdefault(item.contexts, item)
     return [
-        item.model_copy(update={"speedup": round(item.contexts_per_s / base[item.contexts], 3)})
+        item.model_copy(
+            update={
+                "speedup": ratio(item.contexts_per_s, base[item.contexts].contexts_per_s),
+                "contexts_speedup": ratio(
+                    item.contexts_phase_per_s, base[item.contexts].contexts_phase_per_s
+                ),
+            }
+        )
         for item in results
     ]
+
+
+def ratio(value: float, base: float) -> float:
+    return round(value / base, 3) if base else 0.0
 
 
 def measure(job: RayJob) -> dict[str, Any]:
