@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +90,12 @@ class ActorsResult(BaseModel):
     run_s: float
     contexts_per_s: float
     speedup: float
+    startup_s: float
     contexts_s: float
     contexts_phase_per_s: float
     contexts_speedup: float
     evaluate_s: float
+    after_evaluate_s: float
     requests: int
     test_ids: int
     cpu_s: float
@@ -254,7 +257,7 @@ def measure_actors(
         raise RuntimeError(f"cq2a run --engine ray exited {code} with no run.json:\n{tail}")
     run_s = float(record.get("seconds") or wall)
     ids = suite_ids(run_dir)
-    contexts_s, evaluate_s = phases(run_dir)
+    phase = phases(run_dir, record)
     cores = os.cpu_count() or 1
     return ActorsResult(
         contexts=count,
@@ -265,10 +268,12 @@ def measure_actors(
         run_s=round(run_s, 2),
         contexts_per_s=round(count / run_s, 3),
         speedup=1.0,  # this and contexts_speedup: set against the fewest actors by with_speedups
-        contexts_s=round(contexts_s, 2),
-        contexts_phase_per_s=round(count / contexts_s, 3) if contexts_s else 0.0,
+        startup_s=phase.startup_s,
+        contexts_s=phase.contexts_s,
+        contexts_phase_per_s=round(count / phase.contexts_s, 3) if phase.contexts_s else 0.0,
         contexts_speedup=1.0,
-        evaluate_s=round(evaluate_s, 2),
+        evaluate_s=phase.evaluate_s,
+        after_evaluate_s=phase.after_s,
         requests=server.served - served_before,
         test_ids=len(ids),
         cpu_s=round(cpu, 2),
@@ -281,15 +286,35 @@ def measure_actors(
     ), ids
 
 
-def phases(run_dir: Path) -> tuple[float, float]:
-    """From the run's trace: the seconds from the first context's extract to the last context's
-    end (the part the actors share out) and the evaluate stage's (the driver's alone)."""
+@dataclass(frozen=True)
+class Phases:
+    """A run's seconds, from its trace and run.json: start-up (to the first context's extract:
+    the head, Ray's start, the actors' model loads), the contexts (to the last one's end: what
+    the actors share out), evaluate and what follows it (writing the results from the store),
+    the last two in the driver alone."""
+
+    startup_s: float = 0.0
+    contexts_s: float = 0.0
+    evaluate_s: float = 0.0
+    after_s: float = 0.0
+
+
+def phases(run_dir: Path, record: dict[str, Any]) -> Phases:
     lines = (run_dir / out.TRACE).read_text(encoding="utf-8").splitlines()
     events = [json.loads(line) for line in lines]
     starts = [e["ts"] for e in events if (e.get("event"), e.get("stage")) == STARTED_EXTRACT]
     ends = [e["ts"] for e in events if e.get("event") == "context_finished"]
-    evaluate = [e["seconds"] for e in events if (e.get("event"), e.get("stage")) == EVALUATED]
-    return (max(ends) - min(starts) if starts and ends else 0.0), sum(evaluate)
+    evaluated = [e for e in events if (e.get("event"), e.get("stage")) == EVALUATED]
+    if not (starts and ends and evaluated and record.get("finished")):
+        return Phases()
+    started = datetime.fromisoformat(record["started"]).timestamp()
+    finished = datetime.fromisoformat(record["finished"]).timestamp()
+    return Phases(
+        startup_s=round(min(starts) - started, 2),
+        contexts_s=round(max(ends) - min(starts), 2),
+        evaluate_s=round(evaluated[-1]["seconds"], 2),
+        after_s=round(finished - evaluated[-1]["ts"], 2),
+    )
 
 
 def with_speedups(results: Sequence[ActorsResult]) -> list[ActorsResult]:
