@@ -229,33 +229,60 @@ def suite_ids(run_dir: Path) -> set[str]:
     return {case["id"] for case in out.read_jsonl(path)} if path.exists() else set()
 
 
+@dataclass(frozen=True)
+class TreeRun:
+    """A child process run to its end: its exit code, wall seconds and its tree's CPU."""
+
+    code: int
+    wall_s: float
+    cpu_s: float
+    sampled_s: float
+    sampled_ignored_s: float
+    server_cpu_s: float
+    killed: int
+
+
+def run_tree(command: list[str], log: Path) -> TreeRun:
+    """Run ``command`` (its output to ``log``), reap every process of its tree, and count their
+    CPU: what the reaping brought to ``RUSAGE_CHILDREN``, plus the samples of the processes
+    whose parent ignored SIGCHLD."""
+    environment = os.environ | ENVIRONMENT | {"PYTHONPATH": str(REPO)}
+    children_before = cpu_seconds(resource.getrusage(resource.RUSAGE_CHILDREN))
+    self_before = cpu_seconds(resource.getrusage(resource.RUSAGE_SELF))
+    with log.open("wb") as output, sampled_tree_cpu() as samples:
+        started = time.perf_counter()
+        code = subprocess.call(command, cwd=REPO, env=environment, stdout=output, stderr=output)
+        wall = time.perf_counter() - started
+        killed = reap_all()
+    reaped = cpu_seconds(resource.getrusage(resource.RUSAGE_CHILDREN)) - children_before
+    return TreeRun(
+        code=code,
+        wall_s=wall,
+        cpu_s=reaped + samples.seconds(ignored_only=True),
+        sampled_s=samples.seconds(),
+        sampled_ignored_s=samples.seconds(ignored_only=True),
+        server_cpu_s=cpu_seconds(resource.getrusage(resource.RUSAGE_SELF)) - self_before,
+        killed=killed,
+    )
+
+
 def measure_actors(
     server: ScriptedLLMServer, job: RayJob, input_path: Path, count: int, actors: int
 ) -> tuple[ActorsResult, set[str]]:
-    """One ``cq2a run --engine ray`` subprocess; its tree's CPU once every process is reaped."""
+    """One ``cq2a run --engine ray`` subprocess: its figures and its suite's test ids."""
     work = Path(job.work)
-    run_dir = work / f"run_{count}_{actors}"
+    run_dir, log = work / f"run_{count}_{actors}", work / f"run_{count}_{actors}.log"
     command = [
         *run_command(input_path, run_dir, server.base_url, job.concurrency, job.answers),
         *("--engine", "ray", "--ray-actors", str(actors), "--store", job.store),
     ]
-    environment = os.environ | ENVIRONMENT | {"PYTHONPATH": str(REPO)}
     served_before = server.served
-    children_before = cpu_seconds(resource.getrusage(resource.RUSAGE_CHILDREN))
-    self_before = cpu_seconds(resource.getrusage(resource.RUSAGE_SELF))
-    with (work / f"run_{count}_{actors}.log").open("wb") as log, sampled_tree_cpu() as samples:
-        started = time.perf_counter()
-        code = subprocess.call(command, cwd=REPO, env=environment, stdout=log, stderr=log)
-        wall = time.perf_counter() - started
-        killed = reap_all()
-    reaped = cpu_seconds(resource.getrusage(resource.RUSAGE_CHILDREN)) - children_before
-    cpu = reaped + samples.seconds(ignored_only=True)
-    server_cpu = cpu_seconds(resource.getrusage(resource.RUSAGE_SELF)) - self_before
+    run = run_tree(command, log)
     record = out.read_json(run_dir / out.RUN) if (run_dir / out.RUN).exists() else {}
     if not record:
-        tail = (work / f"run_{count}_{actors}.log").read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"cq2a run --engine ray exited {code} with no run.json:\n{tail}")
-    run_s = float(record.get("seconds") or wall)
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"cq2a run --engine ray exited {run.code} with no run.json:\n{tail}")
+    run_s = float(record.get("seconds") or run.wall_s)
     ids = suite_ids(run_dir)
     phase = phases(run_dir, record)
     cores = os.cpu_count() or 1
@@ -264,7 +291,7 @@ def measure_actors(
         actors=actors,
         contexts_finished=int(record.get("counts", {}).get("contexts_finished", 0)),
         status=str(record.get("status")),
-        wall_s=round(wall, 2),
+        wall_s=round(run.wall_s, 2),
         run_s=round(run_s, 2),
         contexts_per_s=round(count / run_s, 3),
         speedup=1.0,  # this and contexts_speedup: set against the fewest actors by with_speedups
@@ -276,13 +303,13 @@ def measure_actors(
         after_evaluate_s=phase.after_s,
         requests=server.served - served_before,
         test_ids=len(ids),
-        cpu_s=round(cpu, 2),
-        cpu_sampled_s=round(samples.seconds(), 2),
-        cpu_sampled_ignored_s=round(samples.seconds(ignored_only=True), 2),
-        server_cpu_s=round(server_cpu, 2),
-        cpu_fraction=round(cpu / wall / cores, 3),
-        total_cpu_fraction=round((cpu + server_cpu) / wall / cores, 3),
-        killed_after_run=killed,
+        cpu_s=round(run.cpu_s, 2),
+        cpu_sampled_s=round(run.sampled_s, 2),
+        cpu_sampled_ignored_s=round(run.sampled_ignored_s, 2),
+        server_cpu_s=round(run.server_cpu_s, 2),
+        cpu_fraction=round(run.cpu_s / run.wall_s / cores, 3),
+        total_cpu_fraction=round((run.cpu_s + run.server_cpu_s) / run.wall_s / cores, 3),
+        killed_after_run=run.killed,
     ), ids
 
 
