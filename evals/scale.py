@@ -1,7 +1,9 @@
-"""Scale of one process: ``cq2a run`` over 1,000 and 5,000 contexts against a scripted LLM.
+"""Scale of one process, or of Ray actors: ``cq2a run`` over many contexts against a scripted LLM.
 
     python -m evals.scale --sizes 1000,5000 --latency 0.05 --json evals/results/scale.json
     python -m evals.scale --sizes 20,100 --latency 0      # a quick check
+    python -m evals.scale --engine ray --actors 1,2,4 --sizes 500 --latency 0.5 \
+        --json evals/results/scale-ray.json                # the Ray engine (evals/scale_ray.py)
 
 Per size, one ``cq2a run INPUT --out DIR`` subprocess (LLM cache off, the callable
 ``evals.reliability_worker:decoding_sut`` as the SUT, no model download beyond the parser and
@@ -20,6 +22,15 @@ Inputs: the 93 shipped SQuAD passages repeated in order; copy ``k`` of passage `
 ``ID-copyK`` and the sentence ``This is copy K of the passage.`` appended to its text (copy 0
 too, so every context carries the same extra sentence and the per-context work does not change
 with the size), so no two ids and no two texts are the same.
+
+``--engine ray``: per size and per ``--actors`` count, one ``cq2a run INPUT --out DIR --engine ray
+--ray-actors N --store postgresql://...`` subprocess with the same flags (each actor works
+``--concurrency`` contexts at a time, with as many requests in flight), against one scripted
+server that every actor reaches over HTTP. The benchmark starts its own PostgreSQL and runs Ray,
+the server and the runs in a loopback-only network namespace. Measured: wall and run seconds,
+contexts per second and the speed-up over the fewest actors, the user + system CPU seconds of the
+run's whole process tree (Ray's workers included) and as a share of the machine's cores, and
+whether every actor count's suite has the same test ids; ``evals/scale_ray.py`` says how.
 """
 
 from __future__ import annotations
@@ -242,6 +253,21 @@ def git_commit() -> str:
     return done.stdout.decode().strip()
 
 
+def write_results(args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """``--json``: the commit, the settings, the machine's cores and load, then ``figures``."""
+    payload: dict[str, Any] = {
+        "commit": git_commit(),
+        "latency_s": args.latency,
+        "concurrency": args.concurrency,
+        "answers_per_context": args.answers_per_context,
+        "cpus": os.cpu_count(),
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        **figures,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,5000", help="context counts, comma-separated")
@@ -252,7 +278,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--answers-per-context", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--keep", type=Path, default=None, help="keep inputs and runs here")
+    parser.add_argument(
+        "--engine", choices=("local", "ray"), default="local", help="ray: evals/scale_ray.py"
+    )
+    parser.add_argument("--actors", default="1,2,4", help="--engine ray: actor counts")
     args = parser.parse_args(argv)
+    if args.engine == "ray":
+        from evals import scale_ray  # here, not at the top: it imports this module
+
+        scale_ray.main(args)
+        return
     sizes = [int(size) for size in args.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory(prefix="cq2a-scale-") as tmp:
@@ -267,18 +302,13 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"done: {size} contexts in {results[-1].wall_s} s", file=sys.stderr)
     print_table(results)
     if args.json:
-        payload: dict[str, Any] = {
-            "commit": git_commit(),
-            "latency_s": args.latency,
-            "concurrency": args.concurrency,
-            "answers_per_context": args.answers_per_context,
-            "cpus": os.cpu_count(),
-            "load_average_after": [round(x, 2) for x in os.getloadavg()],
-            "results": [item.model_dump() for item in results],
-            "ratios": ratios(results) if len(results) > 1 else {},
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        write_results(
+            args,
+            {
+                "results": [item.model_dump() for item in results],
+                "ratios": ratios(results) if len(results) > 1 else {},
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,5 @@
-"""Services that the scale-out tests start themselves, with all their traffic on this machine.
-
-PostgreSQL: a throwaway cluster from Debian's binaries (`apt-get install postgresql`), listening
-on 127.0.0.1 and on a unix socket in its own directory. Ray: scenarios run in a network namespace
-that has only loopback, because Ray binds this machine's interface address even when told
-127.0.0.1 (DESIGN.md, "Scale-out").
+"""The scale-out tests' services (cq2a/testing/services.py: a throwaway PostgreSQL, a loopback-only
+network namespace for Ray), as pytest sees them.
 
 Where a service cannot start, a test skips with the command that fixes it, except under CI
 (the `CI` environment variable), where it fails: CI must not pass with these tests skipped.
@@ -11,27 +7,18 @@ Where a service cannot start, a test skips with the command that fixes it, excep
 
 from __future__ import annotations
 
-import functools
 import os
-import pwd
-import shutil
-import socket
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from glob import glob
-from pathlib import Path
+from contextlib import ExitStack, contextmanager
 from typing import NoReturn
 
 import pytest
 
-DATABASE = "cq2a_test"
-# PostgreSQL refuses to run as root; as root, run it as Debian's system user of that name.
-SYSTEM_USER = "postgres"
-# Brings loopback up, then runs the rest of the command line (`sh -c SCRIPT sh ARGV...`).
-NAMESPACE_SCRIPT = 'ip link set lo up && exec "$@"'
+from cq2a.testing import services
+from cq2a.testing.services import Postgres, ServiceUnavailable
+
+__all__ = ["Postgres", "run_in_loopback_namespace", "running_postgres", "unavailable"]
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -41,145 +28,22 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-@dataclass(frozen=True)
-class Postgres:
-    """A running cluster: `url` over TCP on loopback; `socket_url` over its unix socket, which
-    also reaches it from inside a network namespace (the file system is shared)."""
-
-    url: str
-    socket_url: str
-
-
-def postgres_bindir() -> Path | None:
-    """The newest of Debian's `/usr/lib/postgresql/N/bin`, else `pg_config --bindir`."""
-    found = sorted(
-        (Path(initdb).parent for initdb in glob("/usr/lib/postgresql/*/bin/initdb")),
-        key=lambda bindir: int(bindir.parent.name) if bindir.parent.name.isdigit() else 0,
-    )
-    if found:
-        return found[-1]
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        bindir = Path(
-            subprocess.run([pg_config, "--bindir"], capture_output=True, text=True).stdout.strip()
-        )
-        if (bindir / "initdb").exists():
-            return bindir
-    return None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def as_postgres_user() -> list[str]:
-    """The prefix that runs a PostgreSQL binary as a non-root user (none when not root)."""
-    if os.geteuid() != 0:
-        return []
-    if not shutil.which("runuser"):
-        unavailable("PostgreSQL will not run as root and runuser is missing")
-    try:
-        pwd.getpwnam(SYSTEM_USER)
-    except KeyError:
-        unavailable(f"running as root without a {SYSTEM_USER!r} user: apt-get install postgresql")
-    return ["runuser", "-u", SYSTEM_USER, "--"]
-
-
 @contextmanager
 def running_postgres() -> Iterator[Postgres]:
-    """Start a cluster in a temporary directory with trust auth, create `cq2a_test`, and stop
-    and remove it on exit."""
-    bindir = postgres_bindir()
-    if bindir is None:
-        unavailable(
-            "PostgreSQL's binaries are missing: apt-get install postgresql "
-            "(or put a PostgreSQL build's pg_config on PATH)"
-        )
-    prefix = as_postgres_user()
-    # Not under pytest's tmp_path: that is private to root, and the server runs as postgres.
-    home = Path(tempfile.mkdtemp(prefix="cq2a-pg-"))
-    data = home / "data"
-    port = free_port()
-    if prefix:
-        shutil.chown(home, SYSTEM_USER, SYSTEM_USER)
-
-    def run(*argv: str) -> None:
-        # cwd=home: the postgres user may not be able to read the directory pytest runs in.
-        done = subprocess.run([*prefix, *argv], cwd=home, capture_output=True, text=True)
-        if done.returncode != 0:
-            log = home / "server.log"
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{argv[0]} failed:\n{done.stdout}{done.stderr}{tail}")
-
-    options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
-    try:
-        run(
-            str(bindir / "initdb"),
-            "-D",
-            str(data),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        )
-        run(
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-l",
-            str(home / "server.log"),
-            "-o",
-            options,
-            "-w",
-            "start",
-        )
+    """A throwaway cluster with the database `cq2a_test`, or a skip (a failure under CI)."""
+    with ExitStack() as stack:
         try:
-            run(
-                str(bindir / "createdb"),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                DATABASE,
-            )
-            yield Postgres(
-                url=f"postgresql://postgres@127.0.0.1:{port}/{DATABASE}",
-                socket_url=f"postgresql://postgres@/{DATABASE}?host={home}&port={port}",
-            )
-        finally:
-            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@functools.cache
-def loopback_namespace_prefix() -> tuple[str, ...] | None:
-    """`unshare -n` as root, `unshare -rn` (a user namespace) otherwise, if it works here."""
-    if not (shutil.which("unshare") and shutil.which("ip")):
-        return None
-    unshare = ("unshare", "-n") if os.geteuid() == 0 else ("unshare", "-rn")
-    prefix = (*unshare, "sh", "-c", NAMESPACE_SCRIPT, "sh")
-    probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=30)
-    return prefix if probe.returncode == 0 else None
+            cluster = stack.enter_context(services.running_postgres())
+        except ServiceUnavailable as missing:
+            unavailable(str(missing))
+        yield cluster
 
 
 def run_in_loopback_namespace(
     argv: Sequence[str], timeout: float, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run `argv` in a new network namespace whose only interface is loopback, up."""
-    prefix = loopback_namespace_prefix()
-    if prefix is None:
-        unavailable(
-            "cannot make a loopback-only network namespace: needs `unshare` (util-linux) and "
-            "`ip` (iproute2), and root or unprivileged user namespaces"
-        )
-    return subprocess.run(
-        [*prefix, *argv], capture_output=True, text=True, timeout=timeout, env=env
-    )
+    try:
+        return services.run_in_loopback_namespace(argv, timeout, env)
+    except ServiceUnavailable as missing:
+        unavailable(str(missing))

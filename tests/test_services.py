@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from cq2a.testing import services as product
 from tests import services
 
 
 def no_postgres(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(services, "glob", lambda pattern: [])
-    monkeypatch.setattr(services.shutil, "which", lambda name: None)
+    monkeypatch.setattr(product, "glob", lambda pattern: [])
+    monkeypatch.setattr(product.shutil, "which", lambda name: None)
 
 
 def test_missing_postgres_skips_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
