@@ -134,6 +134,29 @@ def flaky_sut(items: list[Any]) -> list[str]:
     return decoding_sut(items)
 
 
+class AnswerLog:
+    """What ``logging_sut`` was asked, and after how many answers it crashes (None: never)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self, crash_after: int | None = None) -> None:
+        self.asked: list[str] = []
+        self.crash_after = crash_after
+
+
+SUT_LOG = AnswerLog()
+
+
+def logging_sut(items: list[Any]) -> list[str]:
+    """``decoding_sut`` that logs each question it answers in ``SUT_LOG`` and, once it has
+    answered ``SUT_LOG.crash_after``, crashes: a run stopped part way through evaluate."""
+    if SUT_LOG.crash_after is not None and len(SUT_LOG.asked) >= SUT_LOG.crash_after:
+        raise RuntimeError("SUT crashed")
+    SUT_LOG.asked += [item.question for item in items]
+    return decoding_sut(items)
+
+
 def script() -> PipelineScript:
     return PipelineScript(questions=questions, votes=votes, judge=judge)
 

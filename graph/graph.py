@@ -11,7 +11,7 @@ probe -> trust_judge -> (Send per context) extract -> generate -> check -> reask
 
 ``cq2a run`` runs the same nodes as three graphs, so that finished contexts leave the
 checkpoint: the head (probe -> trust_judge) once, each context's subgraph as a thread of its
-own, then evaluate over the accepted tests (``cq2a.app.engine``).
+own, then evaluate over the accepted tests, a chunk of contexts at a time (``cq2a.app.engine``).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
-from cq2a.graph.state import ContextState, RunInput, RunOutput, RunState
+from cq2a.graph.state import ContextState, EvaluateState, RunInput, RunOutput, RunState
 from cq2a.models.records import Context
 from cq2a.nodes.check import check
 from cq2a.nodes.compare import compare, route_after_compare
 from cq2a.nodes.context import run_context_graph
 from cq2a.nodes.cover import cover, route_after_cover
-from cq2a.nodes.evaluate import evaluate
+from cq2a.nodes.evaluate import evaluate, evaluate_chunk
 from cq2a.nodes.extract import extract
 from cq2a.nodes.generate import generate
 from cq2a.nodes.probe import probe, trust_judge
@@ -105,9 +105,10 @@ def build_head_graph(checkpointer: Any = None) -> CompiledStateGraph[Any, Settin
 
 
 def build_evaluate_graph() -> CompiledStateGraph[Any, Settings, Any, Any]:
-    """What a run does after its contexts: evaluate the SUT on the accepted tests."""
-    builder = StateGraph(RunState, context_schema=Settings)
-    builder.add_node("evaluate", evaluate)
+    """What a run does after its contexts: evaluate the SUT on the accepted tests of one chunk
+    of contexts (``cq2a run`` runs it once per chunk)."""
+    builder = StateGraph(EvaluateState, context_schema=Settings)
+    builder.add_node("evaluate", evaluate_chunk)
     builder.add_edge(START, "evaluate")
     builder.add_edge("evaluate", END)
     return builder.compile(name="cq2a-evaluate")

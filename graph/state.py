@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, TypedDict, TypeVar
 
 from cq2a.adapters.llm.usage import Usage, add_usage
-from cq2a.coverage.diversity import SuiteFigures
+from cq2a.coverage.diversity import DiversityPart, SuiteFigures
 from cq2a.models.records import Answer, Candidate, Context, ContextPlan, Skip, Verdict
 from cq2a.oracle.judge import ProbeResult
 
@@ -59,6 +59,21 @@ class RunState(TypedDict, total=False):
     judge_probe: ProbeResult | None
     figures: SuiteFigures | None
     finished: Annotated[list[str], union]
+
+
+class EvaluateState(TypedDict, total=False):
+    """One chunk of ``cq2a run``'s evaluate: the run's contexts (its corpus), the chunk's
+    accepted candidates and plans, and its place (``chunk`` of ``chunks``); what it produced:
+    its verdicts, its LLM usage and its part of the suite's figures."""
+
+    contexts: list[Context]
+    candidates: list[Candidate]
+    plans: list[ContextPlan]
+    chunk: int
+    chunks: int
+    verdicts: list[Verdict]
+    usage: Usage
+    part: DiversityPart
 
 
 class ContextState(TypedDict, total=False):

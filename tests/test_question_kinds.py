@@ -18,7 +18,14 @@ from cq2a.answers.plan import first_answers
 from cq2a.checks.rules import check_question, is_yes_no_question, rejection_reasons
 from cq2a.consistency.compare import exact_agreement
 from cq2a.consistency.reask import reask_prompt
-from cq2a.coverage.diversity import diversity, opening
+from cq2a.coverage.diversity import (
+    combine_parts,
+    diversity,
+    figures_of,
+    opening,
+    suite_figures,
+    suite_part,
+)
 from cq2a.coverage.steering import coverage, next_answers
 from cq2a.language.answers import canonical_abstention, is_abstention
 from cq2a.language.parsing import lemmatizer
@@ -30,6 +37,7 @@ from cq2a.models.records import (
     Attempt,
     Candidate,
     Context,
+    ContextPlan,
     Evidence,
     RejectReason,
     TestCase,
@@ -273,6 +281,42 @@ def test_diversity_of_a_suite() -> None:
     assert found.top_openings["What"] == pytest.approx(2 / 3, abs=1e-3)
     assert found.mean_question_similarity == 0.5
     assert opening("in which year?") == "In"
+
+
+def test_suite_figures_of_parts_combined_equal_those_of_the_whole_suite() -> None:
+    """A run evaluated a few contexts at a time reports the figures of one evaluated at once:
+    the means, the openings' shares and ties, the mix and the per-context order all agree."""
+
+    def case(context: str, n: int, question: str, kind: AnswerKind) -> TestCase:
+        return TestCase(id=f"{context}:{n}", context_id=context, context="x" * 30,
+                        question=question, answer=f"answer {context} {n % 2}", kind=kind,
+                        sentence="s", explanation="", attempts=1, votes=[], similarity=1.0,
+                        evidence=[Evidence(start=10 * (n % 3), end=10 * (n % 3) + 9,
+                                           text="")])  # fmt: skip
+
+    questions = ["Which one?", "What is it?", "Who did?", "In which year?"]
+    kinds = [AnswerKind.NAMED_ENTITY, AnswerKind.YES_NO]
+    contexts = ["a", "b", "c", "d", "e", "f", "g"]
+    cases = [case(cid, n, questions[(i + n) % 4], kinds[(i * n) % 2])
+             for i, cid in enumerate(contexts) for n in range(i % 4)]  # fmt: skip
+    cases.append(case("z", 0, "What, no plan?", AnswerKind.NAMED_ENTITY))  # a test without a plan
+    plans = [ContextPlan(id=cid, sentence_spans=[(0, 9), (10, 19), (20, 29)][: 1 + i % 3])
+             for i, cid in enumerate(contexts)]  # fmt: skip
+
+    def similarity(a: list[str], b: list[str]) -> list[list[float]]:
+        return [[1.0 if x == y else 0.1 * (len(x) % 7) for y in b] for x in a]
+
+    mix = {"entity": 0.7, "yesno": 0.3}
+    whole = suite_figures(cases, plans, mix, similarity)
+    for size in (1, 2, 3):
+        chunks = [contexts[i : i + size] for i in range(0, len(contexts), size)] + [["z"]]
+        parts = [
+            suite_part([c for c in cases if c.context_id in chunk],
+                       [p for p in plans if p.id in chunk], similarity)
+            for chunk in chunks
+        ]  # fmt: skip
+        assert figures_of(combine_parts(parts), mix) == whole
+    assert [c.context_id for c in whole.diversity.per_context] == [*contexts, "z"]
 
 
 def test_a_gold_that_is_one_item_of_the_answers_list_is_incomplete() -> None:

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import structlog
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph.state import CompiledStateGraph
 
 from cq2a.adapters.llm.usage import Usage
 from cq2a.app import outputs as out
@@ -33,16 +35,34 @@ from cq2a.app.store import (
     HEAD_DONE,
     HEAD_USAGE,
     JUDGE_PROBE,
+    EvaluatedChunk,
     RunStore,
 )
-from cq2a.coverage.diversity import SuiteFigures
+from cq2a.coverage.diversity import SuiteFigures, combine_parts, figures_of
 from cq2a.graph.graph import build_context_graph, build_evaluate_graph, build_head_graph
 from cq2a.models.records import Context
 from cq2a.nodes.context import contexts_at_once
+from cq2a.nodes.evaluate import evaluate_started
 from cq2a.oracle.judge import ProbeResult
-from cq2a.runtime.services import services_for
+from cq2a.runtime.services import release_services, services_for
+from cq2a.settings import Settings
 
 EventHandler = Callable[[dict[str, Any]], None]
+
+#: Contexts per chunk of evaluate: ``cq2a run`` evaluates the accepted tests of this many
+#: contexts at a time and keeps each chunk's verdicts as it ends, so evaluate's memory is that
+#: of one chunk, not of the run, and a resumed run evaluates only the chunks not kept.
+EVALUATE_CHUNK_CONTEXTS = 200
+
+
+@dataclass
+class PendingChunk:
+    """A chunk of evaluate still to run: its contexts, the place of the first among the run's
+    contexts (``seq``) and of its first test among the run's tests (``first_test``)."""
+
+    seq: int
+    first_test: int
+    contexts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -165,25 +185,79 @@ class Engine:
         return state
 
     def run_evaluate(self, events: EventHandler) -> None:
-        """Evaluate the SUT on the accepted tests the store holds; verdicts and figures to the
-        store."""
+        """Evaluate the SUT on the accepted tests the store holds, ``EVALUATE_CHUNK_CONTEXTS``
+        contexts at a time: each chunk's verdicts go to the store as it ends, so evaluate holds
+        one chunk's tests and verdicts, and a resumed run evaluates only the chunks not kept.
+        Then the run's figures and evaluate's usage, from every chunk's, and the run's services
+        are released."""
         if self.store.has_meta(EVALUATE_USAGE):
             return
+        tests, evaluated, chunks = self.evaluate_chunks()
+        events(evaluate_started(tests, evaluated, len(chunks)))
+        graph = build_evaluate_graph()
+        for number, chunk in enumerate(chunks, 1):
+            self.evaluate_chunk(graph, chunk, (number, len(chunks)), events)
+        self.finish_evaluate()
+
+    def evaluate_chunks(self) -> tuple[int, int, list[PendingChunk]]:
+        """The run's number of tests, the number a stopped run already evaluated, and the
+        chunks left: runs of at most ``EVALUATE_CHUNK_CONTEXTS`` consecutive contexts that no
+        kept chunk covers, each with the place of its first context and of its first test."""
+        done = {context_id for chunk in self.store.evaluated() for context_id in chunk.contexts}
+        tests = evaluated = 0
+        chunks: list[PendingChunk] = []
+        current: PendingChunk | None = None
+        for seq, (context_id, count) in enumerate(self.store.accepted_counts()):
+            if context_id in done:
+                current = None
+                evaluated += count
+            else:
+                if current is None or len(current.contexts) >= EVALUATE_CHUNK_CONTEXTS:
+                    current = PendingChunk(seq=seq, first_test=tests)
+                    chunks.append(current)
+                current.contexts.append(context_id)
+            tests += count
+        return tests, evaluated, chunks
+
+    def evaluate_chunk(
+        self,
+        graph: CompiledStateGraph[Any, Settings, Any, Any],
+        chunk: PendingChunk,
+        place: tuple[int, int],
+        events: EventHandler,
+    ) -> None:
+        """Evaluate one chunk's accepted tests (against the run's whole corpus); its verdicts,
+        then the chunk itself, go to the store."""
         candidates, plans = [], []
-        for record in self.store.contexts():
+        for context_id in chunk.contexts:
+            record = self.store.context(context_id)
             candidates += [c for c in record.candidates if c.status == "accepted"]
             plans += record.plans
-        state = {"contexts": self.plan.contexts, "candidates": candidates, "plans": plans}
-        config = {"configurable": {"run_id": self.plan.run_id}}
-        for mode, chunk in build_evaluate_graph().stream(
+        state: dict[str, Any] = {"contexts": self.plan.contexts, "chunk": place[0]}
+        state |= {"candidates": candidates, "plans": plans, "chunks": place[1]}
+        config: RunnableConfig = {"configurable": {"run_id": self.plan.run_id}}
+        stream: Iterator[Any] = graph.stream(
             state, config, context=self.plan.settings, stream_mode=["custom", "updates"]
-        ):
+        )
+        for mode, update in stream:
             if mode == "custom":
-                events(chunk)
-            elif update := chunk.get("evaluate"):
-                self.store.save_verdicts(update["verdicts"])
-                self.store.set_meta(FIGURES, update["figures"])
-                self.store.set_meta(EVALUATE_USAGE, update["usage"])
+                events(update)
+            elif result := update.get("evaluate"):
+                self.store.save_verdicts(result["verdicts"], chunk.first_test)
+                kept = EvaluatedChunk(
+                    contexts=chunk.contexts, usage=result["usage"], part=result["part"]
+                )
+                self.store.save_evaluated(chunk.seq, kept)
+
+    def finish_evaluate(self) -> None:
+        """The run's figures and evaluate's usage from its chunks, then its services are
+        released: once, after the last chunk, since the run's cache and spending meter serve
+        every chunk."""
+        kept = self.store.evaluated()
+        figures = figures_of(combine_parts(c.part for c in kept), self.plan.settings.mix())
+        self.store.set_meta(FIGURES, figures)
+        self.store.set_meta(EVALUATE_USAGE, sum((c.usage for c in kept), Usage()))
+        release_services(self.plan.run_id)  # the run is over: its cache closes, its meter goes
 
     def threads(self, contexts: Iterable[str]) -> Iterator[str]:
         """The checkpointed threads of these contexts."""

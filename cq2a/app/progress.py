@@ -74,8 +74,8 @@ class RunProgress:
             self.counts["accepted"] += 1
         elif name == "candidate_rejected" and event.get("final"):
             self.counts["rejected"] += 1
-        elif name == "stage_finished" and event.get("stage") == "evaluate":
-            self.counts["bugs"] = int(counts.get("bugs", 0))
+        elif name == "stage_finished" and event.get("stage") == "evaluate":  # one per chunk
+            self.counts["bugs"] += int(counts.get("bugs", 0))
         if self.follow:
             self.console.print_json(data=event)
         if self._live is not None:

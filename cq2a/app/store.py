@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from cq2a.adapters.llm.usage import Usage
+from cq2a.coverage.diversity import DiversityPart
 from cq2a.models.records import Answer, Candidate, ContextPlan, Skip, Verdict
 
 Record = TypeVar("Record", bound=BaseModel)
@@ -49,6 +50,8 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS verdicts (
         test_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, verdict TEXT NOT NULL)""",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS evaluated (
+        first_context TEXT PRIMARY KEY, seq INTEGER NOT NULL, chunk TEXT NOT NULL)""",
 )
 
 SAVE_CONTEXT = """INSERT INTO contexts
@@ -59,6 +62,8 @@ SAVE_CONTEXT = """INSERT INTO contexts
     skipped = excluded.skipped, usage = excluded.usage"""
 SAVE_VERDICT = """INSERT INTO verdicts (test_id, seq, verdict) VALUES (?, ?, ?)
     ON CONFLICT (test_id) DO UPDATE SET seq = excluded.seq, verdict = excluded.verdict"""
+SAVE_EVALUATED = """INSERT INTO evaluated (first_context, seq, chunk) VALUES (?, ?, ?)
+    ON CONFLICT (first_context) DO UPDATE SET seq = excluded.seq, chunk = excluded.chunk"""
 SAVE_META = """INSERT INTO meta (key, value) VALUES (?, ?)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value"""
 
@@ -72,6 +77,16 @@ class ContextRecord(BaseModel):
     candidates: list[Candidate] = []
     skipped: list[Skip] = []
     usage: Usage = Usage()
+
+
+class EvaluatedChunk(BaseModel):
+    """One chunk of a run's evaluate, kept once its verdicts are: the contexts it covered, in
+    input order, what its LLM calls spent, and its part of the suite's figures. A resumed run
+    evaluates only the contexts no kept chunk covers."""
+
+    contexts: list[str]
+    usage: Usage = Usage()
+    part: DiversityPart = DiversityPart()
 
 
 def settled_plan(plan: ContextPlan) -> ContextPlan:
@@ -153,34 +168,64 @@ class RunStore:
         """Whether this context's final state is kept (one row looked up, not every id read)."""
         return bool(self._read("SELECT 1 FROM contexts WHERE context_id = ?", (context_id,)))
 
+    def context_ids(self) -> list[str]:
+        """The finished contexts' ids, in input order."""
+        return [row[0] for row in self._read("SELECT context_id FROM contexts ORDER BY seq")]
+
     def contexts(self) -> Iterator[ContextRecord]:
         """The finished contexts in input order, read one at a time."""
-        for (context_id,) in self._read("SELECT context_id FROM contexts ORDER BY seq"):
-            row = self._read(
-                "SELECT plans, answers, candidates, skipped, usage FROM contexts "
-                "WHERE context_id = ?",
-                (context_id,),
+        for context_id in self.context_ids():
+            yield self.context(context_id)
+
+    def context(self, context_id: str) -> ContextRecord:
+        """One finished context's record."""
+        row = self._read(
+            "SELECT plans, answers, candidates, skipped, usage FROM contexts WHERE context_id = ?",
+            (context_id,),
+        )[0]
+        lists = {
+            key: adapter.validate_json(text)
+            for (key, adapter), text in zip(CONTEXT_LISTS.items(), row, strict=False)
+        }
+        return ContextRecord(
+            context_id=context_id, **lists, usage=Usage.model_validate_json(row[-1])
+        )
+
+    def accepted_counts(self) -> Iterator[tuple[str, int]]:
+        """Each finished context's id and number of accepted candidates (its tests), in input
+        order, read one at a time: the candidates are counted, not validated, so that evaluate
+        can size its chunks and number its verdicts without holding or building the records."""
+        for context_id in self.context_ids():
+            (text,) = self._read(
+                "SELECT candidates FROM contexts WHERE context_id = ?", (context_id,)
             )[0]
-            lists = {
-                key: adapter.validate_json(text)
-                for (key, adapter), text in zip(CONTEXT_LISTS.items(), row, strict=False)
-            }
-            yield ContextRecord(
-                context_id=context_id, **lists, usage=Usage.model_validate_json(row[-1])
-            )
+            yield context_id, sum(c.get("status") == "accepted" for c in json.loads(text))
 
     def usage(self) -> Usage:
         """What the finished parts of the run spent: the head, the contexts, evaluate."""
         total = Usage()
         for (text,) in self._read("SELECT usage FROM contexts"):
             total += Usage.model_validate_json(text)
-        for key in (HEAD_USAGE, EVALUATE_USAGE):
-            total += self.meta(key, Usage) or Usage()
-        return total
+        total += self.meta(HEAD_USAGE, Usage) or Usage()
+        evaluated = self.meta(EVALUATE_USAGE, Usage)
+        if evaluated is None:  # evaluate stopped part way: the chunks it kept
+            evaluated = sum((chunk.usage for chunk in self.evaluated()), Usage())
+        return total + evaluated
 
-    def save_verdicts(self, verdicts: list[Verdict]) -> None:
-        rows = [(v.test_id, seq, v.model_dump_json()) for seq, v in enumerate(verdicts)]
+    def save_verdicts(self, verdicts: list[Verdict], first: int = 0) -> None:
+        """Keep verdicts in run order; ``first``: the place of the first (a chunk's verdicts
+        follow those of the chunks before it)."""
+        rows = [(v.test_id, first + n, v.model_dump_json()) for n, v in enumerate(verdicts)]
         self._write(SAVE_VERDICT, rows)
+
+    def save_evaluated(self, seq: int, chunk: EvaluatedChunk) -> None:
+        """Keep an evaluated chunk (its verdicts are kept first); ``seq``: its place in the run."""
+        self._write(SAVE_EVALUATED, [(chunk.contexts[0], seq, chunk.model_dump_json())])
+
+    def evaluated(self) -> list[EvaluatedChunk]:
+        """The evaluated chunks kept, in run order."""
+        rows = self._read("SELECT chunk FROM evaluated ORDER BY seq")
+        return [EvaluatedChunk.model_validate_json(text) for (text,) in rows]
 
     def verdicts(self) -> list[Verdict]:
         rows = self._read("SELECT verdict FROM verdicts ORDER BY seq")

@@ -76,11 +76,14 @@ class TraceEvent(BaseModel):
     answers: list[str] | None = None
 
 
+def trace_event(event: EventType, **fields: Any) -> dict[str, Any]:
+    """One typed event, stamped now, as the custom stream carries it."""
+    return TraceEvent(event=event, ts=round(time.time(), 3), **fields).model_dump(exclude_none=True)
+
+
 def emit(event: EventType, **fields: Any) -> dict[str, Any]:
     """Send one typed event to the custom stream (inside a graph run) or to the log."""
-    record = TraceEvent(event=event, ts=round(time.time(), 3), **fields).model_dump(
-        exclude_none=True
-    )
+    record = trace_event(event, **fields)
     try:
         from langgraph.config import get_stream_writer
 
