@@ -135,7 +135,8 @@ def flaky_sut(items: list[Any]) -> list[str]:
 
 
 class AnswerLog:
-    """What ``logging_sut`` was asked, and after how many answers it crashes (None: never)."""
+    """What ``logging_sut`` was asked, after how many answers it crashes (None: never), and the
+    passages each call of its ``index`` was handed."""
 
     def __init__(self) -> None:
         self.reset()
@@ -143,6 +144,7 @@ class AnswerLog:
     def reset(self, crash_after: int | None = None) -> None:
         self.asked: list[str] = []
         self.crash_after = crash_after
+        self.indexed: list[list[str]] = []
 
 
 SUT_LOG = AnswerLog()
@@ -155,6 +157,14 @@ def logging_sut(items: list[Any]) -> list[str]:
         raise RuntimeError("SUT crashed")
     SUT_LOG.asked += [item.question for item in items]
     return decoding_sut(items)
+
+
+def _log_index(passages: list[tuple[str, str]]) -> None:
+    """``logging_sut.index``: a SUT asked the question alone is handed the run's passages."""
+    SUT_LOG.indexed.append([passage_id for passage_id, _ in passages])
+
+
+logging_sut.index = _log_index  # type: ignore[attr-defined]
 
 
 def script() -> PipelineScript:

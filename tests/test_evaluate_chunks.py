@@ -134,3 +134,18 @@ def test_a_run_stopped_in_evaluate_resumes_with_the_chunks_it_did_not_keep(tmp_p
         "evaluated": len(before),
         "chunks": 1,
     }
+
+
+def test_a_question_alone_sut_is_handed_the_corpus_once_however_many_chunks(tmp_path, monkeypatch):
+    """A SUT that retrieves its own passages (``index``) is indexed once per run, over every
+    passage, not once per chunk."""
+    contexts = worker.contexts(9)
+    input_path = worker.write_input(tmp_path / "in.jsonl", contexts)
+    monkeypatch.setattr(engine, "EVALUATE_CHUNK_CONTEXTS", 3)
+    sut = {**LOGGING_SUT, "input": "question"}
+    with ScriptedLLMServer() as server:
+        record = scripted_run(server, input_path, tmp_path / "run", sut=sut)
+    assert record["status"] == "finished"
+    assert len(kept_chunks(tmp_path / "run")) == 3
+    assert len(worker.SUT_LOG.asked) == record["counts"]["test_cases"] > 0
+    assert [sorted(ids) for ids in worker.SUT_LOG.indexed] == [sorted(c.id for c in contexts)]

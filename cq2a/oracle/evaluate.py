@@ -30,6 +30,8 @@ def evaluate_cases(
     lemmatize: Lemmatizer,
     limits: OracleLimits,
     corpus: Sequence[tuple[str, str]] | None = None,
+    *,
+    index_corpus: bool = True,
 ) -> list[Verdict]:
     """III-D: the software under test answers every test in batches (each batch within
     ``sut_spec``'s timeout), then the two-stage oracle decides (``similarity_pairs``, then the
@@ -38,7 +40,9 @@ def evaluate_cases(
 
     A SUT asked the question alone (``SUTSpec.question_alone``) that has ``index`` first gets the
     ``corpus`` as ``(id, text)`` pairs (by default the tests' own passages); the passages it
-    names with its answers attribute its bugs (``cq2a.oracle.attribution``)."""
+    names with its answers attribute its bugs (``cq2a.oracle.attribution``). With
+    ``index_corpus`` false it searches what it was given before (a run evaluated in chunks
+    indexes its corpus once)."""
     if not cases:
         return []
     question_only = sut_spec.question_alone
@@ -47,7 +51,7 @@ def evaluate_cases(
         for case in cases
     ]
     index = getattr(sut, "index", None)
-    if question_only and index is not None:
+    if question_only and index is not None and index_corpus:
         index(list(corpus) if corpus is not None else _passages_of(cases))
     sut_answers = answer_within(sut, queries, sut_spec)
     texts = [a.answer if isinstance(a, SUTAnswer) else a for a in sut_answers]

@@ -39,6 +39,7 @@ class Services:
     #: The spending meter the LLM clients count against (``share_meter``); None: their own.
     meter: SpendingMeter | None = None
     _corpus_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _sut_indexed: bool = field(default=False, repr=False)
 
     def index_corpus(self, contexts: Sequence[Context]) -> PassageIndex:
         """Index the run's contexts as its corpus, beside the passages of ``sut.corpus`` (the
@@ -58,6 +59,14 @@ class Services:
                 self.index_corpus(contexts())
             assert self.corpus is not None
             return self.corpus
+
+    def claim_sut_index(self) -> bool:
+        """True the first time this run asks: its first evaluate hands the SUT the run's
+        corpus, and the later chunks search the index that built (a BM25 index or a callable's
+        ``index`` is not rebuilt for each chunk)."""
+        with self._corpus_lock:
+            first, self._sut_indexed = not self._sut_indexed, True
+            return first
 
     @cached_property
     def llm(self) -> LLMRuntime:

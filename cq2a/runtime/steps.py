@@ -59,9 +59,13 @@ def evaluate_with(
 ) -> list[Verdict]:
     """III-D (``evaluate_cases``) with the run's SUT, judge, embedder, lemmatizer and limits;
     with no cases it builds none of them (a SUT may load a model). ``corpus``: the run's
-    passages, for a SUT that retrieves its own."""
+    passages, for a SUT that retrieves its own, handed over once per run (``claim_sut_index``)
+    however many chunks the run evaluates in."""
     if not cases:
         return []
     sut_spec, judge, pairs = run.settings.sut, run.llm.judge, run.embedder.similarity_pairs
     limits = oracle_limits(run)
-    return evaluate_cases(cases, run.sut, sut_spec, judge, pairs, run.lemmatize, limits, corpus)
+    fresh = sut_spec.question_alone and run.claim_sut_index()
+    return evaluate_cases(
+        cases, run.sut, sut_spec, judge, pairs, run.lemmatize, limits, corpus, index_corpus=fresh
+    )
