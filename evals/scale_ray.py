@@ -63,6 +63,7 @@ REAP_GRACE_S = 60.0
 SATURATED = 0.9
 PR_SET_CHILD_SUBREAPER = 36
 STARTED_EXTRACT = ("stage_started", "extract")
+STARTED_EVALUATE = ("stage_started", "evaluate")
 EVALUATED = ("stage_finished", "evaluate")
 RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
@@ -317,8 +318,8 @@ def measure_actors(
 class Phases:
     """A run's seconds, from its trace and run.json: start-up (to the first context's extract:
     the head, Ray's start, the actors' model loads), the contexts (to the last one's end: what
-    the actors share out), evaluate and what follows it (writing the results from the store),
-    the last two in the driver alone."""
+    the actors share out), evaluate (from its start to its last chunk's end: the actors share
+    its chunks out) and what follows it (writing the results from the store, in the driver)."""
 
     startup_s: float = 0.0
     contexts_s: float = 0.0
@@ -331,16 +332,17 @@ def phases(run_dir: Path, record: dict[str, Any]) -> Phases:
     events = [json.loads(line) for line in lines]
     starts = [e["ts"] for e in events if (e.get("event"), e.get("stage")) == STARTED_EXTRACT]
     ends = [e["ts"] for e in events if e.get("event") == "context_finished"]
-    evaluated = [e for e in events if (e.get("event"), e.get("stage")) == EVALUATED]
-    if not (starts and ends and evaluated and record.get("finished")):
+    evaluated = [e["ts"] for e in events if (e.get("event"), e.get("stage")) == EVALUATED]
+    began = [e["ts"] for e in events if (e.get("event"), e.get("stage")) == STARTED_EVALUATE]
+    if not (starts and ends and evaluated and began and record.get("finished")):
         return Phases()
     started = datetime.fromisoformat(record["started"]).timestamp()
     finished = datetime.fromisoformat(record["finished"]).timestamp()
     return Phases(
         startup_s=round(min(starts) - started, 2),
         contexts_s=round(max(ends) - min(starts), 2),
-        evaluate_s=round(evaluated[-1]["seconds"], 2),
-        after_s=round(finished - evaluated[-1]["ts"], 2),
+        evaluate_s=round(max(evaluated) - min(began), 2),
+        after_s=round(finished - max(evaluated), 2),
     )
 
 

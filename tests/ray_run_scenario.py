@@ -4,7 +4,8 @@ its unix socket.
 
 Five runs of the same input: the single-process engine over SQLite (the reference); ``cq2a run
 --engine ray --ray-actors 2`` through the command line; the Ray engine again with the actor
-that finishes the first context SIGKILLed at once, while it still works another; the Ray
+that finishes the first context SIGKILLed at once, while it still works another, and the actor
+that evaluates the first chunk of tests SIGKILLed too; the Ray
 engine under a token cap that the run reaches by its middle, with the tokens the scripted server
 counted over all of its requests; and ``cq2a run --engine ray`` in a
 process of its own, SIGKILLed (driver and, with it, its actors) once its first context is
@@ -123,22 +124,30 @@ def killed_driver_then_resumed(
 
 
 class KillFirstWorker:
-    """An event handler that SIGKILLs the actor that reports the run's first finished context."""
+    """An event handler that SIGKILLs the actor that reports the run's first finished context,
+    and the actor that reports its first evaluated chunk (before it is handed the next)."""
 
     def __init__(self) -> None:
-        self.killed: int | None = None
+        self.killed: list[int] = []
         self.workers: list[int] = []
+        self.evaluators: list[int] = []
         self.replaced = 0
 
     def __call__(self, event: dict[str, Any]) -> None:
         if event.get("event") == "worker_replaced":
             self.replaced += 1
-        if event.get("event") != "context_worked":
-            return
-        self.workers.append(event["worker"])
-        if self.killed is None:
-            self.killed = event["worker"]
-            os.kill(self.killed, signal.SIGKILL)
+        if event.get("event") == "context_worked":
+            self.workers.append(event["worker"])
+            if not self.killed:
+                self.kill(event["worker"])
+        if event.get("event") == "chunk_evaluated":
+            self.evaluators.append(event["worker"])
+            if len(self.evaluators) == 1:
+                self.kill(event["worker"])
+
+    def kill(self, pid: int) -> None:
+        self.killed.append(pid)
+        os.kill(pid, signal.SIGKILL)
 
 
 def main(workdir: Path, store: str, count: int) -> None:
@@ -176,8 +185,10 @@ def main(workdir: Path, store: str, count: int) -> None:
                 "status": killed.status,
                 "message": killed.message,
                 "suite": suite(workdir / "killed"),
-                "killed_pid": killer.killed,
+                "killed_pids": killer.killed,
                 "workers": killer.workers,
+                "evaluators": killer.evaluators,
+                "driver": os.getpid(),
                 "replaced": killer.replaced,
                 "extracted": extracted(workdir / "killed"),
             }

@@ -199,10 +199,12 @@ class Engine:
             self.evaluate_chunk(graph, chunk, (number, len(chunks)), events)
         self.finish_evaluate()
 
-    def evaluate_chunks(self) -> tuple[int, int, list[PendingChunk]]:
+    def evaluate_chunks(self, size: int | None = None) -> tuple[int, int, list[PendingChunk]]:
         """The run's number of tests, the number a stopped run already evaluated, and the
-        chunks left: runs of at most ``EVALUATE_CHUNK_CONTEXTS`` consecutive contexts that no
-        kept chunk covers, each with the place of its first context and of its first test."""
+        chunks left: runs of at most ``size`` (by default ``EVALUATE_CHUNK_CONTEXTS``)
+        consecutive contexts that no kept chunk covers, each with the place of its first
+        context and of its first test."""
+        size = size or EVALUATE_CHUNK_CONTEXTS
         done = {context_id for chunk in self.store.evaluated() for context_id in chunk.contexts}
         tests = evaluated = 0
         chunks: list[PendingChunk] = []
@@ -212,7 +214,7 @@ class Engine:
                 current = None
                 evaluated += count
             else:
-                if current is None or len(current.contexts) >= EVALUATE_CHUNK_CONTEXTS:
+                if current is None or len(current.contexts) >= size:
                     current = PendingChunk(seq=seq, first_test=tests)
                     chunks.append(current)
                 current.contexts.append(context_id)

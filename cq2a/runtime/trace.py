@@ -44,6 +44,10 @@ EventType = Literal[
     "candidate_accepted",
     "coverage_round",
     "context_finished",
+    # the Ray engine's driver: which actor worked a context or evaluated a chunk, a dead one
+    "context_worked",
+    "chunk_evaluated",
+    "worker_replaced",
 ]
 
 
@@ -74,6 +78,8 @@ class TraceEvent(BaseModel):
     tokens: int | None = None
     coverage: float | None = None
     answers: list[str] | None = None
+    worker: int | None = None
+    chunk: int | None = None
 
 
 def trace_event(event: EventType, **fields: Any) -> dict[str, Any]:
