@@ -233,6 +233,23 @@ def test_scale_inputs_repeat_the_passages_with_distinct_ids_and_texts():
     ].removesuffix("This is copy 1 of the passage.")
 
 
+def test_report_scale_writes_a_run_the_report_reads_with_every_record(tmp_path):
+    from cq2a.reporting.exports import load_run
+    from evals import report_scale
+
+    report_scale.write_run_dir(tmp_path, 4)
+    data = load_run(tmp_path)
+    assert (len(data.answers), len(data.cases), len(data.verdicts), len(data.bugs)) == (
+        12,
+        12,
+        12,
+        4,
+    )
+    assert len({case.id for case in data.cases}) == 12
+    assert len(data.candidates) == 16 and 650 <= len(data.cases[0].context) <= 800
+    assert len(data.run["figures"]["diversity"]["per_context"]) == 4
+
+
 def scale_request(system: str, user: str, n: int = 1) -> dict[str, object]:
     from cq2a.adapters.llm.prompts import load_prompt
 

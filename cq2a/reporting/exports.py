@@ -1,7 +1,8 @@
 """Read a run directory back, and export its tests for other tools and for human labelling.
 
-Exports: ``test_cases.csv``, ``squad.json`` (SQuAD v2), ``unifiedqa.tsv`` (UnifiedQA's
-``question \\n context`` input, lower-cased) and ``labeling_sheet.csv``: a seeded sample of bugs
+Exports: ``test_cases.csv``, ``bugs.csv`` (every bug, as the report's bugs table shows it),
+``squad.json`` (SQuAD v2), ``unifiedqa.tsv`` (UnifiedQA's ``question \\n context`` input,
+lower-cased) and ``labeling_sheet.csv``: a seeded sample of bugs
 and accepted questions with empty ``label`` (1 true / 0 false) and ``note`` columns, the manual
 check behind the paper's true-positive rate and question precision (IV-C).
 """
@@ -23,6 +24,7 @@ from cq2a.models.bugs import BugRecord
 from cq2a.models.records import Answer, AnswerKind, Candidate, TestCase, Verdict
 
 CSV_TESTS = "test_cases.csv"
+CSV_BUGS = "bugs.csv"
 SQUAD = "squad.json"
 UNIFIEDQA = "unifiedqa.tsv"
 LABELING_SHEET = "labeling_sheet.csv"
@@ -57,7 +59,12 @@ class RunData(BaseModel):
 
 
 def _records(path: Path, model: type[RecordT]) -> list[RecordT]:
-    return [model.model_validate(line) for line in out.read_jsonl(path)]
+    """The file's records, validated line by line as it is read, so a large run's file is never
+    held whole as text and as parsed dicts beside its records."""
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8") as handle:
+        return [model.model_validate_json(line) for line in handle if line.strip()]
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -91,7 +98,7 @@ def answer_start(case: TestCase) -> int:
     return found
 
 
-def _csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
@@ -104,7 +111,7 @@ def cases_csv(cases: list[TestCase]) -> str:
     columns += ["attempts", "similarity", "votes", "explanation"]
     columns += ["source", "source_start", "source_end", "evidence_start", "evidence_end"]
     rows = [case.model_dump(mode="json") | _csv_extras(case) for case in cases]
-    return _csv_text(rows, columns)
+    return csv_text(rows, columns)
 
 
 def _csv_extras(case: TestCase) -> dict[str, Any]:
@@ -160,6 +167,22 @@ def unifiedqa_tsv(cases: list[TestCase]) -> str:
     return "".join(lines)
 
 
+BUG_COLUMNS = ["test_id", "context_id", "kind", "question", "gold_answer", "sut_answer"]
+BUG_COLUMNS += ["similarity", "stage", "judge_score", "judge_explanation", "sentence", "source"]
+BUG_COLUMNS += ["cause"]
+
+
+def bugs_csv(bugs: list[BugRecord]) -> str:
+    """Every bug with the columns of the report's bugs table, in ``bugs.jsonl`` order: the whole
+    list when the page shows only its first rows."""
+    rows = [
+        bug.model_dump(mode="json", include=set(BUG_COLUMNS))
+        | {"source": bug.source.label() if bug.source else "", "cause": bug.cause or ""}
+        for bug in bugs
+    ]
+    return csv_text(rows, BUG_COLUMNS)
+
+
 def _bug_row(bug: BugRecord) -> dict[str, Any]:
     score = "" if bug.judge_score is None else bug.judge_score
     row = _row("bug", bug.test_id, bug.context_id, bug.kind, bug.question, bug.gold_answer)
@@ -199,7 +222,7 @@ def labeling_sheet(data: RunData, per_item: int = 50, seed: int = 0) -> str:
     bugs = rng.sample(data.bugs, min(per_item, len(data.bugs)))
     cases = rng.sample(data.cases, min(per_item, len(data.cases)))
     rows = [_bug_row(b) for b in bugs] + [_question_row(c) for c in cases]
-    return _csv_text([row | {"label": "", "note": ""} for row in rows], SHEET_COLUMNS)
+    return csv_text([row | {"label": "", "note": ""} for row in rows], SHEET_COLUMNS)
 
 
 class LabelSummary(BaseModel):
@@ -246,6 +269,7 @@ def export_all(run_dir: Path, data: RunData | None = None, per_item: int = 50) -
     data = data or load_run(run_dir)
     files = {
         CSV_TESTS: cases_csv(data.cases),
+        CSV_BUGS: bugs_csv(data.bugs),
         SQUAD: json.dumps(squad_json(data.cases), indent=2, ensure_ascii=False) + "\n",
         UNIFIEDQA: unifiedqa_tsv(data.cases),
     }

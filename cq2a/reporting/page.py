@@ -1,6 +1,11 @@
 """Everything ``report.html`` shows, as values: ``build_page`` turns a loaded run directory into
 a ``Page`` that the templates only lay out. Also the bugs table's rows, the bugs by cause and
-the suite figures."""
+the suite figures.
+
+Lists that grow with the run are cut to ``paging``'s limits, each with a ``Cut`` the page notes
+when rows are left out: the bugs table keeps the first ``MAX_BUGS`` bugs in ``bugs.jsonl`` order
+(the order the run found them), the heat map the first ``MAX_HEAT_ROWS`` contexts. The cards,
+funnel, reasons, charts and cause bar are computed over every record."""
 
 from __future__ import annotations
 
@@ -12,11 +17,13 @@ from pydantic import BaseModel, ValidationError
 from cq2a.coverage.diversity import SuiteFigures
 from cq2a.models.bugs import BugRecord
 from cq2a.models.records import BugCause
+from cq2a.reporting import paging
 from cq2a.reporting.charts import Chart, charts
 from cq2a.reporting.contexts import SPAN_KINDS, Contexts, contexts
-from cq2a.reporting.exports import RunData
+from cq2a.reporting.exports import CSV_BUGS, RunData
 from cq2a.reporting.funnel import STAGES, FunnelRow, Reasons, funnel_rows, reasons
 from cq2a.reporting.headline import Alert, Card, Header, alerts, cards, header
+from cq2a.reporting.paging import CONTEXT_COVERAGE, SENTENCE_COVERAGE, Cut
 
 
 class BugRow(BaseModel):
@@ -75,6 +82,10 @@ class Page(BaseModel):
     suite: SuiteFigures | None
     contexts: Contexts
     span_kinds: list[str]
+    bugs_cut: Cut
+    heat_cut: Cut | None
+    views_cut: Cut
+    untested_cut: Cut
 
 
 def bug_row(bug: BugRecord) -> BugRow:
@@ -101,7 +112,45 @@ def suite(run: dict[str, Any]) -> SuiteFigures | None:
         return None
 
 
+def shown_suite(figures: SuiteFigures | None) -> SuiteFigures | None:
+    """The suite figures with the heat map's first ``MAX_HEAT_ROWS`` contexts."""
+    if figures is None:
+        return None
+    spread = figures.diversity
+    rows = paging.first(spread.per_context, paging.MAX_HEAT_ROWS)
+    return figures.model_copy(update={"diversity": spread.model_copy(update={"per_context": rows})})
+
+
+def heat_cut(figures: SuiteFigures | None) -> Cut | None:
+    if figures is None:
+        return None
+    total = len(figures.diversity.per_context)
+    shown = min(total, paging.MAX_HEAT_ROWS)
+    return paging.cut("contexts in the heat map", shown, total, SENTENCE_COVERAGE)
+
+
+def context_cuts(found: Contexts) -> tuple[Cut, Cut]:
+    """The notes of the context views and of the untested contexts' line."""
+    views = paging.cut(
+        "contexts with accepted tests (those with bugs first)",
+        len(found.views),
+        found.tested_total,
+        CONTEXT_COVERAGE,
+    )
+    untested = paging.cut(
+        "contexts without accepted tests",
+        len(found.untested),
+        found.untested_total,
+        CONTEXT_COVERAGE,
+    )
+    return views, untested
+
+
 def build_page(data: RunData, labels: dict[str, Any] | None, name: str) -> Page:
+    shown_bugs = [bug_row(bug) for bug in paging.first(data.bugs, paging.MAX_BUGS)]
+    figures = suite(data.run)
+    found = contexts(data)
+    views_cut, untested_cut = context_cuts(found)
     return Page(
         title=f"CQ2A report · {name}",
         header=header(data, name),
@@ -111,10 +160,14 @@ def build_page(data: RunData, labels: dict[str, Any] | None, name: str) -> Page:
         funnel=funnel_rows(data),
         reasons=reasons(data),
         charts=charts(data),
-        bugs=[bug_row(bug) for bug in data.bugs],
-        bug_kinds=sorted({bug.kind.value for bug in data.bugs}),
+        bugs=shown_bugs,
+        bug_kinds=sorted({row.bug.kind.value for row in shown_bugs}),
         bug_causes=cause_bars(data.bugs),
-        suite=suite(data.run),
-        contexts=contexts(data),
+        suite=shown_suite(figures),
+        contexts=found,
         span_kinds=SPAN_KINDS,
+        bugs_cut=paging.cut("bugs", len(shown_bugs), len(data.bugs), CSV_BUGS, filtered=True),
+        heat_cut=heat_cut(figures),
+        views_cut=views_cut,
+        untested_cut=untested_cut,
     )

@@ -22,6 +22,7 @@ from cq2a.reporting.exports import (
     read_labels,
 )
 from cq2a.reporting.formats import percent
+from cq2a.reporting.lists import write_lists
 from cq2a.reporting.page import build_page
 
 REPORT = "report.html"
@@ -34,12 +35,15 @@ TEMPLATES = Environment(
     lstrip_blocks=True,
 )
 TEMPLATES.filters["percent"] = percent
+TEMPLATES.filters["thousands"] = "{:,}".format
 
 
 def write_report(run_dir: Path) -> Path:
-    """Write the exports and ``report.html`` into ``run_dir``; return the report's path."""
+    """Write the exports, the whole lists the page may cut, and ``report.html`` into
+    ``run_dir``; return the report's path."""
     data = load_run(run_dir)
     export_all(run_dir, data)
+    write_lists(run_dir, data)
     sheet = run_dir / LABELING_SHEET
     labels = read_labels(sheet) if has_labels(sheet) else None
     path = run_dir / REPORT
