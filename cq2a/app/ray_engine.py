@@ -72,7 +72,7 @@ EVENTS_EVERY_S = 0.25
 
 class ContextWorker:
     """A Ray actor's state: the run's services, the context graph over its own checkpointer
-    connection, the store, and the leases."""
+    connection, the evaluate graph (built with its first chunk), the store, and the leases."""
 
     def __init__(self, plan: RunPlan, store_url: str, events: Queue) -> None:
         self.plan = plan
