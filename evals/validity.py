@@ -57,6 +57,7 @@ from cq2a.oracle.judge import compared_form, judge_verdicts
 from cq2a.runtime.services import Services, release_services, services_for
 from cq2a.runtime.steps import extraction_limits, oracle_limits
 from cq2a.settings import Settings
+from evals.parts import PARTS, Part, records_of_part
 from evals.runs import emit
 
 QuestionType = Literal["span", "yesno", "unanswerable"]
@@ -105,12 +106,17 @@ def human_question(
 
 
 def sample_questions(
-    path: Path, contexts: int, per_context: int, seed: int, unanswerable: int = 0
+    path: Path,
+    contexts: int,
+    per_context: int,
+    seed: int,
+    unanswerable: int = 0,
+    part: Part = "all",
 ) -> list[HumanQuestion]:
-    """``per_context`` answerable human questions from each of ``contexts`` sampled records,
-    and up to ``unanswerable`` of their impossible ones (SQuAD 2.0)."""
+    """``per_context`` answerable human questions from each of ``contexts`` records sampled
+    from the sample's ``part``, and up to ``unanswerable`` of their impossible ones (SQuAD 2.0)."""
     rng = random.Random(seed)
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    records = records_of_part(path.read_text(encoding="utf-8").splitlines(), part)
     records = [r for r in records if any(q["answers"] for q in r.get("qas", []))]
     chosen = rng.sample(records, min(contexts, len(records)))
     sampled = []
@@ -355,6 +361,7 @@ def measure(
     seed: int,
     generate: bool = False,
     unanswerable: int = 0,
+    part: Part = "all",
 ) -> dict[str, Any]:
     """The figures for every question type in the sample: ``span`` (SQuAD, NarrativeQA),
     ``yesno`` (BoolQ; the negative is the other label) and ``unanswerable`` (SQuAD 2.0's
@@ -365,7 +372,7 @@ def measure(
     started = time.perf_counter()
     release_services()
     services = services_for(settings, "validity")
-    items = sample_questions(data, contexts, per_context, seed, unanswerable)
+    items = sample_questions(data, contexts, per_context, seed, unanswerable, part)
     outcomes: dict[int, dict[str, bool]] = {}
     negatives: dict[int, dict[str, bool]] = {}
     spans = [i for i, item in enumerate(items) if item.type == "span"]
@@ -418,6 +425,7 @@ def measure(
     main_type = "span" if "span" in by_type else next(iter(by_type))
     figures: dict[str, Any] = {
         "data": str(data),
+        "part": part,
         "contexts": len({item.context.id for item in items}),
         **by_type[main_type],
         "type": main_type,
@@ -514,6 +522,12 @@ def main(argv: list[str] | None = None) -> None:
         help="only what the leakage and ranking rules reject of the file's human questions "
         "(no LLM)",
     )
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        default="all",
+        help="the sample's tune or report part (../shared/data/README.md); all by default",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     settings = Settings(cache_path="off")
@@ -529,6 +543,7 @@ def main(argv: list[str] | None = None) -> None:
         args.seed,
         generate=args.generate,
         unanswerable=args.unanswerable,
+        part=args.part,
     )
     emit(figures, json.dumps(figures, indent=2), args.json)
 

@@ -295,3 +295,27 @@ def test_scale_script_answers_from_the_request_alone():
             "reask.system", f"Context: {passage}\n\nQuestion: {question}\nAnswer:", n=5
         )
         assert post(second, reask) == ["911"] * 5 == post(first, reask)
+
+
+def test_validity_samples_only_the_part_asked_for():
+    from pathlib import Path
+
+    from evals.parts import records_of_part
+    from evals.validity import sample_questions
+
+    squad = Path("cq2a/data/squad2_dev_sample.jsonl")
+    titles = {
+        part: {q.context.id for q in sample_questions(squad, 100, 1, 0, part=part)}
+        for part in ("tune", "report")
+    }
+    records = {
+        json.loads(line)["id"]: json.loads(line)["title"]
+        for line in squad.read_text(encoding="utf-8").splitlines()
+    }
+    assert {records[i] for i in titles["report"]} == {"Harvard_University"}
+    assert {records[i] for i in titles["tune"]} == {"Normans", "1973_oil_crisis"}
+    lines = [json.dumps({"id": f"b{n}", "dataset": "boolq"}) for n in range(1, 51)]
+    assert [r["id"] for r in records_of_part(lines, "report")] == [f"b{n}" for n in range(26, 51)]
+    assert len(records_of_part(lines, "tune")) == 25
+    with pytest.raises(ValueError, match="--part all"):
+        records_of_part([json.dumps({"id": "x", "dataset": "mine"})], "report")
