@@ -74,12 +74,21 @@ class HumanQuestion(BaseModel):
     #: the same context with no word in common; for yes/no, the other label; for an
     #: unanswerable question, none (its negative is an answerable question marked unanswerable)
     mismatched: str | None = None
+    #: a yes/no question its passage neither states nor rules out: both labels are wrong golds
+    silent: bool = False
 
 
 def human_question(
     context: Context, qa: dict[str, Any], qas: list[dict], rng: Any
 ) -> HumanQuestion:
-    """One human question of a record as the harness asks it."""
+    """One human question of a record as the harness asks it. A yes/no question marked
+    ``silent`` (its passage neither states nor rules it out) is asked with the gold "no" and,
+    as its mismatched answer, "yes": both must be rejected."""
+    if qa.get("silent"):
+        return HumanQuestion(
+            context=context, question=qa["question"], answers=["no"], type="yesno",
+            mismatched="yes", silent=True,
+        )  # fmt: skip
     if qa.get("is_impossible") or not qa["answers"]:
         return HumanQuestion(
             context=context, question=qa["question"], answers=[UNANSWERABLE], type="unanswerable"
@@ -105,6 +114,12 @@ def human_question(
     )
 
 
+def asked(qa: dict[str, Any]) -> bool:
+    """A question the harness asks as answerable: it has answers, or is a yes/no question its
+    passage is silent on."""
+    return bool(qa["answers"]) or bool(qa.get("silent"))
+
+
 def sample_questions(
     path: Path,
     contexts: int,
@@ -117,12 +132,12 @@ def sample_questions(
     from the sample's ``part``, and up to ``unanswerable`` of their impossible ones (SQuAD 2.0)."""
     rng = random.Random(seed)
     records = records_of_part(path.read_text(encoding="utf-8").splitlines(), part)
-    records = [r for r in records if any(q["answers"] for q in r.get("qas", []))]
+    records = [r for r in records if any(asked(q) for q in r.get("qas", []))]
     chosen = rng.sample(records, min(contexts, len(records)))
     sampled = []
     for record in chosen:
         context = Context(id=record["id"], context=record["context"])
-        qas = [q for q in record["qas"] if q["answers"] and not q.get("is_impossible")]
+        qas = [q for q in record["qas"] if asked(q) and not q.get("is_impossible")]
         impossible = [q for q in record["qas"] if q.get("is_impossible")]
         picked = rng.sample(qas, min(per_context, len(qas)))
         picked += rng.sample(impossible, min(unanswerable, len(impossible)))
@@ -338,9 +353,22 @@ def type_figures(
     negative: list[dict[str, bool]],
     alternate_bugs: list[bool],
     wrong_bugs: list[bool],
+    silent: list[tuple[dict[str, bool], dict[str, bool]]] | None = None,
 ) -> dict[str, Any]:
+    """A type's figures; ``silent`` holds the outcomes of the gold "no" and "yes" of each
+    yes/no question its passage is silent on (``filter.silent_rejected``: both rejected)."""
     rules = ("no_leakage", "stated_premise", "length", "consistency")
+    extra: dict[str, Any] = {}
+    if silent:
+        extra = {
+            "filter.silent_rejected": rate(
+                [not no["accepted"] and not yes["accepted"] for no, yes in silent]
+            ),
+            "filter.silent_no_rejected": rate([not no["accepted"] for no, _ in silent]),
+            "filter.silent_questions": len(silent),
+        }
     return {
+        **extra,
         "questions": len(items),
         "filter.human_accepted": rate([o["accepted"] for o in positive]),
         "filter.per_rule_pass": {rule: rate([o[rule] for o in positive]) for rule in rules},
@@ -403,14 +431,15 @@ def measure(
             for alternate in dict.fromkeys(item.answers[1:])
             if answer_tokens(alternate) != answer_tokens(item.answers[0])
         ]
-        if item.mismatched:
+        if item.mismatched and not item.silent:
             wrong.append((item, item.answers[0], item.mismatched))
     progress("oracle: " + ", ".join(f"{k} {len(v)}" for k, v in oracle_cases.items()))
     bugs = {key: oracle_bugs(services, cases) for key, cases in oracle_cases.items()}
     by_type: dict[str, Any] = {}
     for kind in ("span", "yesno", "unanswerable"):
-        chosen = [i for i, item in enumerate(items) if item.type == kind]
-        if not chosen:
+        silent = [i for i, item in enumerate(items) if item.type == kind and item.silent]
+        chosen = [i for i, item in enumerate(items) if item.type == kind and not item.silent]
+        if not chosen and not silent:
             continue
         negative = [negatives[i] for i in chosen if i in negatives]
         if kind == "unanswerable":
@@ -421,6 +450,7 @@ def measure(
             negative,
             bugs.get(f"{kind}:alt", []),
             bugs.get(f"{kind}:wrong", []),
+            silent=[(outcomes[i], negatives[i]) for i in silent],
         )
     main_type = "span" if "span" in by_type else next(iter(by_type))
     figures: dict[str, Any] = {
@@ -443,8 +473,17 @@ def measure(
         "rejected_human_examples": [
             rejected_example(item, outcomes[i])
             for i, item in enumerate(items)
-            if not outcomes[i]["accepted"]
+            if not outcomes[i]["accepted"] and not item.silent
         ][:12],
+        "silent_accepted_examples": [
+            {"question": item.question, "accepted": [g for g in ("no", "yes") if o[g]]}
+            for item, o in (
+                (item, {"no": outcomes[i]["accepted"], "yes": negatives[i]["accepted"]})
+                for i, item in enumerate(items)
+                if item.silent
+            )
+            if o["no"] or o["yes"]
+        ],
     }
     if generate:
         chosen_contexts = list({item.context.id: item.context for item in items}.values())

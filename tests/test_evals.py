@@ -319,3 +319,14 @@ def test_validity_samples_only_the_part_asked_for():
     assert len(records_of_part(lines, "tune")) == 25
     with pytest.raises(ValueError, match="--part all"):
         records_of_part([json.dumps({"id": "x", "dataset": "mine"})], "report")
+
+
+def test_a_silent_yes_no_question_is_asked_with_both_labels_as_wrong_golds(tmp_path):
+    from pathlib import Path
+
+    from evals.validity import sample_questions
+
+    items = sample_questions(Path("evals/data/yesno_silent_labelled.jsonl"), 100, 1, 0)
+    assert len(items) == 8
+    assert all(i.type == "yesno" and i.silent for i in items)
+    assert {(i.answers[0], i.mismatched) for i in items} == {("no", "yes")}
