@@ -390,13 +390,15 @@ def measure(
     generate: bool = False,
     unanswerable: int = 0,
     part: Part = "all",
+    only: QuestionType | None = None,
 ) -> dict[str, Any]:
     """The figures for every question type in the sample: ``span`` (SQuAD, NarrativeQA),
     ``yesno`` (BoolQ; the negative is the other label) and ``unanswerable`` (SQuAD 2.0's
     impossible questions, ``--unanswerable N`` per context; the negative is an answerable
     question of the sample given the gold ``unanswerable``, and the oracle's alternate is an
     abstention, its wrong answer a span). The top-level figures are the span questions', or
-    the only type sampled."""
+    the only type sampled. ``only`` measures the filters of that type alone (the span questions
+    of an ``unanswerable`` run are then only its negatives), with no oracle."""
     started = time.perf_counter()
     release_services()
     services = services_for(settings, "validity")
@@ -405,6 +407,8 @@ def measure(
     negatives: dict[int, dict[str, bool]] = {}
     spans = [i for i, item in enumerate(items) if item.type == "span"]
     for number, item in enumerate(items):
+        if only and item.type != only:
+            continue
         outcomes[number] = filter_outcome(services, item, item.answers[0])
         if item.mismatched:
             negatives[number] = filter_outcome(services, item, item.mismatched)
@@ -433,13 +437,15 @@ def measure(
         ]
         if item.mismatched and not item.silent:
             wrong.append((item, item.answers[0], item.mismatched))
+    if only:  # the filters of one type: no oracle
+        oracle_cases = {}
     progress("oracle: " + ", ".join(f"{k} {len(v)}" for k, v in oracle_cases.items()))
     bugs = {key: oracle_bugs(services, cases) for key, cases in oracle_cases.items()}
     by_type: dict[str, Any] = {}
     for kind in ("span", "yesno", "unanswerable"):
         silent = [i for i, item in enumerate(items) if item.type == kind and item.silent]
         chosen = [i for i, item in enumerate(items) if item.type == kind and not item.silent]
-        if not chosen and not silent:
+        if (not chosen and not silent) or (only and kind != only):
             continue
         negative = [negatives[i] for i in chosen if i in negatives]
         if kind == "unanswerable":
@@ -473,14 +479,14 @@ def measure(
         "rejected_human_examples": [
             rejected_example(item, outcomes[i])
             for i, item in enumerate(items)
-            if not outcomes[i]["accepted"] and not item.silent
+            if i in outcomes and not outcomes[i]["accepted"] and not item.silent
         ][:12],
         "silent_accepted_examples": [
             {"question": item.question, "accepted": [g for g in ("no", "yes") if o[g]]}
             for item, o in (
                 (item, {"no": outcomes[i]["accepted"], "yes": negatives[i]["accepted"]})
                 for i, item in enumerate(items)
-                if item.silent
+                if item.silent and i in outcomes
             )
             if o["no"] or o["yes"]
         ],
@@ -567,6 +573,12 @@ def main(argv: list[str] | None = None) -> None:
         default="all",
         help="the sample's tune or report part (../shared/data/README.md); all by default",
     )
+    parser.add_argument(
+        "--only",
+        choices=["span", "yesno", "unanswerable"],
+        default=None,
+        help="the filters of one question type alone, no oracle",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     settings = Settings(cache_path="off")
@@ -583,6 +595,7 @@ def main(argv: list[str] | None = None) -> None:
         generate=args.generate,
         unanswerable=args.unanswerable,
         part=args.part,
+        only=args.only,
     )
     emit(figures, json.dumps(figures, indent=2), args.json)
 

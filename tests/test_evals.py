@@ -180,6 +180,11 @@ def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
     assert unanswerable["oracle.alternate_not_bug"] == 1.0  # "The passage does not say."
     assert unanswerable["oracle.wrong_is_bug"] == 1.0  # a span where none is
     assert figures["type"] == "span" and figures["questions"] == 1
+    # one type alone: its filters, the span question only as its negative, no oracle
+    alone = scripted_validity(script, data, 1, 3, seed=0, unanswerable=1, only="unanswerable")
+    assert set(alone["by_type"]) == {"unanswerable"} and alone["type"] == "unanswerable"
+    assert alone["filter.human_accepted"] == 1.0 and alone["filter.mismatched_rejected"] == 1.0
+    assert alone["oracle.wrong_pairs"] == 0 and alone["llm_requests"] == 2
 
 
 def test_the_rules_without_an_llm_reject_few_human_questions():
