@@ -180,8 +180,8 @@ def as_answer(
     )
 
 
-#: (question, gold) -> the re-asker's majority answer and its similarity, for the examples
-MAJORITY: dict[tuple[str, str], tuple[str | None, float | None]] = {}
+#: (context id, question, gold, type) -> the re-asker's majority answer and its similarity
+MAJORITY: dict[tuple[str, str, str, str], tuple[str | None, float | None]] = {}
 
 
 def filter_outcome(
@@ -189,8 +189,8 @@ def filter_outcome(
 ) -> dict[str, bool]:
     """Which III-C rules a (question, gold answer) pair passes, re-ask and comparison included.
     The rules are those of the question's kind, less those that read a generated explanation
-    (humans wrote none): a span's leakage, ranking words and length, a yes/no question's form
-    and length, an unanswerable question's form, grounding and length."""
+    (humans wrote none): a span's leakage, ranking words and length, a yes/no question's form,
+    ranking words and length, an unanswerable question's form, grounding and length."""
     settings = services.settings
     type = type or item.type
     answer = as_answer(gold, item.context, services, type)
@@ -202,6 +202,8 @@ def filter_outcome(
         premise = question_adds_no_ranking(answer, item.question).passed
     else:  # "no_leakage" stands for the kind's own checks of the question
         own = [question_has_its_form(answer, item.question)]
+        if type == "yesno":
+            premise = question_adds_no_ranking(answer, item.question).passed
         if type == "unanswerable":
             own.append(question_is_grounded(answer, item.question, services.lemmatize))
         leak = all(check.passed for check in own)
@@ -224,7 +226,7 @@ def filter_outcome(
         [voted], services.embedder.similarity_pairs, services.consistency_threshold
     )
     consistent = voted.error is None and not compared.current.rejected
-    MAJORITY[(item.question, gold)] = (
+    MAJORITY[(item.context.id, item.question, gold, type)] = (
         compared.current.majority_answer,
         compared.current.similarity,
     )
@@ -335,7 +337,8 @@ def rate(values: list[bool]) -> float | None:
 
 def rejected_example(item: HumanQuestion, outcome: dict[str, bool]) -> dict[str, Any]:
     """A rejected human question, the rules it failed, and what the re-asker answered."""
-    majority, similarity = MAJORITY.get((item.question, item.answers[0]), (None, None))
+    key = (item.context.id, item.question, item.answers[0], item.type)
+    majority, similarity = MAJORITY.get(key, (None, None))
     failed = {k: v for k, v in outcome.items() if not v and k != "llm_error"}
     return {
         "type": item.type,
@@ -400,6 +403,7 @@ def measure(
     the only type sampled. ``only`` measures the filters of that type alone (the span questions
     of an ``unanswerable`` run are then only its negatives), with no oracle."""
     started = time.perf_counter()
+    MAJORITY.clear()
     release_services()
     services = services_for(settings, "validity")
     items = sample_questions(data, contexts, per_context, seed, unanswerable, part)
@@ -481,6 +485,19 @@ def measure(
             for i, item in enumerate(items)
             if i in outcomes and not outcomes[i]["accepted"] and not item.silent
         ][:12],
+        "reasked": [
+            {
+                "context_id": context_id,
+                "type": question_type,
+                "question": question,
+                "gold": gold,
+                "majority": majority,
+                "similarity": similarity,
+            }
+            for (context_id, question, gold, question_type), (majority, similarity) in (
+                MAJORITY.items()
+            )
+        ],
         "silent_accepted_examples": [
             {"question": item.question, "accepted": [g for g in ("no", "yes") if o[g]]}
             for item, o in (

@@ -250,11 +250,24 @@ def test_a_ranking_word_its_sentence_lacks_is_a_false_premise():
     dated = make_answer("1903", AnswerKind.NUMBER).model_copy(update={"sentence": stadium})
     assert question_adds_no_ranking(dated, "When did Harvard Stadium become the first one?").passed
     assert not question_adds_no_ranking(answer, "What was the first-ever fief of France?").passed
-    # a yes/no question may rank: its gold "no" can be that the ranking is false
+    # a yes/no question may rank only where its sentence ranks: "the first fief" of a sentence
+    # that never ranks the fief is a statement the passage is silent on, neither yes nor no
     yes_no = make_answer("no", AnswerKind.YES_NO).model_copy(update={"sentence": FIEF})
     asked = check(yes_no, "Was the Duchy of Normandy the first fief of medieval France?",
                   "The Duchy of Normandy was a great fief of medieval France.")  # fmt: skip
-    assert RejectReason.FALSE_PREMISE not in rejection_reasons(asked)
+    assert RejectReason.FALSE_PREMISE in rejection_reasons(asked)
+    # the demo's accepted "no" (issue: "only people"), on the sentence it was written for
+    normans = ("The Normans were the people who in the 10th and 11th centuries gave their name "
+               "to Normandy, a region in France.")  # fmt: skip
+    only = make_answer("no", AnswerKind.YES_NO).model_copy(update={"sentence": normans})
+    assert not question_adds_no_ranking(
+        only, "Was the Normans the only people who gave their name to Normandy?"
+    ).passed
+    # a rank the sentence gives, changed, is how a "no" question is made
+    ruler = make_answer("no", AnswerKind.YES_NO).model_copy(
+        update={"sentence": "Rollo was their first ruler."}
+    )
+    assert question_adds_no_ranking(ruler, "Was Rollo the last ruler of the Normans?").passed
 
 
 def test_human_squad_questions_seldom_rank_beyond_their_sentence():

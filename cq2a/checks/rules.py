@@ -181,9 +181,16 @@ def question_adds_no_ranking(answer: Answer, question: str) -> CheckResult:
     """A span question ranks its answer only as its sentences do: "What was the first fief
     formed by the Normans ...?" for "Duchy of Normandy", where the passage says "a great fief",
     asks about a fact the passage never states (a false premise), and its gold answers another
-    question. Its cost on human questions is measured by ``evals.validity --rule-costs``."""
+    question. Its cost on human questions is measured by ``evals.validity --rule-costs``.
+
+    A yes/no question may rank only where its sentence ranks: "Were the Normans the only people
+    who gave their name to Normandy?" asks about something the passage is silent on, so
+    neither "yes" nor "no" is its answer; "Was Rollo the last ruler?" of "Rollo was their
+    first ruler" changes a rank the sentence gives, which is how a "no" question is made."""
     evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
     added = sorted(ranks(question) - evidence)
+    if answer.kind is AnswerKind.YES_NO and evidence:
+        added = []
     if added:
         said = ", ".join(f'"{word}"' for word in added)
         return CheckResult(
@@ -488,7 +495,8 @@ def check_question(
     answer alone, checked once at extraction (``answer_is_lexically_valid``).
 
     Yes/no and unanswerable questions have no span answer to leak or to explain: a yes/no
-    question must have its form and an explanation that quotes its sentence, an unanswerable
+    question must have its form, an explanation that quotes its sentence and no rank its
+    sentence does not give, an unanswerable
     one must be about its sentence's topic. A span question may not rank its answer ("first",
     "only") where its sentences do not. A multi-sentence question has the span checks and must
     use its second sentence. Given ``parse_question`` (a SUT that gets the question alone),
@@ -517,6 +525,7 @@ def _question_checks(
             question_has_its_form(answer, question),
             explanation_is_grounded(answer, explanation, lemmatize),
             length,
+            question_adds_no_ranking(answer, question),
         ]
     if kind == "unanswerable":
         return [
