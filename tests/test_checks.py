@@ -268,6 +268,8 @@ def test_a_ranking_word_its_sentence_lacks_is_a_false_premise():
         update={"sentence": "Rollo was their first ruler."}
     )
     assert question_adds_no_ranking(ruler, "Was Rollo the last ruler of the Normans?").passed
+    # but a sentence that says "first" of something else does not make "only" stated
+    assert not question_adds_no_ranking(ruler, "Was Rollo the only ruler of the Normans?").passed
 
 
 def test_human_squad_questions_seldom_rank_beyond_their_sentence():

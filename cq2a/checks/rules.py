@@ -65,6 +65,8 @@ REASON_OF_CHECK = {
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
 #: Words that rank what a question asks about ("the first fief", "the only ruler").
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
+#: The ranking words a yes/no question may swap for each other to make a "no".
+ORDER_WORDS = frozenset({"first", "last"})
 #: Dependents (UD relations, subtypes aside) that say which one a noun means ("acl" only
 #: with words of its own).
 IDENTIFYING_DEPRELS = frozenset({"nmod", "appos", "nummod", "flat"})
@@ -186,11 +188,11 @@ def question_adds_no_ranking(answer: Answer, question: str) -> CheckResult:
     A yes/no question may rank only where its sentence ranks: "Were the Normans the only people
     who gave their name to Normandy?" asks about something the passage is silent on, so
     neither "yes" nor "no" is its answer; "Was Rollo the last ruler?" of "Rollo was their
-    first ruler" changes a rank the sentence gives, which is how a "no" question is made."""
+    first ruler" swaps a rank the sentence gives, which is how a "no" question is made."""
     evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
+    if answer.kind is AnswerKind.YES_NO and evidence & ORDER_WORDS:
+        evidence |= ORDER_WORDS
     added = sorted(ranks(question) - evidence)
-    if answer.kind is AnswerKind.YES_NO and evidence:
-        added = []
     if added:
         said = ", ".join(f'"{word}"' for word in added)
         return CheckResult(
