@@ -373,3 +373,36 @@ def test_an_answer_kind_is_an_entity_when_an_entity_question_asks_for_it() -> No
         AnswerKind.MODIFIER,
         AnswerKind.CLAUSE,
     }
+
+
+def test_an_unanswerable_target_counts_a_vote_the_passage_does_not_hold_as_abstaining(
+    lemmatize,
+) -> None:
+    from cq2a.adapters.llm.client import ChatClient
+    from cq2a.adapters.llm.endpoint import Endpoint
+    from cq2a.consistency.reask import ask_over
+    from cq2a.language.answers import is_in_passage
+    from cq2a.settings import LLMSpec, Settings
+    from cq2a.testing.scripted_server import ScriptedLLMServer
+
+    passage = "Ralph Waldo Emerson studied at Harvard and trained as a minister."
+    # years the passage never gives, one span of it, and a word inside another word
+    said = ["1882", "1893", "Harvard", "1927", "train"]
+    votes_of = {}
+    for kind in (AnswerKind.UNANSWERABLE, AnswerKind.ENTITY_PHRASE):
+        with ScriptedLLMServer(lambda request, index: said[index]) as server:
+            spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
+            client = ChatClient(
+                spec, Settings(cache_path="off"), endpoint=Endpoint(server.base_url, 5)
+            )
+            answer = Answer(
+                id="a", context_id="c", kind=kind, text="x", sentence=passage, sentence_index=0
+            )
+            asked = Attempt(number=1, question="In what year did Emerson die?", explanation="")
+            candidate = Candidate(id="q", context_id="c", answer=answer, slot=0, attempts=[asked])
+            _, votes_of[kind] = ask_over(client, candidate, passage, 5, 0, lemmatize)
+    assert (
+        votes_of[AnswerKind.UNANSWERABLE] == [UNANSWERABLE] * 2 + ["Harvard"] + [UNANSWERABLE] * 2
+    )
+    assert votes_of[AnswerKind.ENTITY_PHRASE] == said  # a span question keeps what was said
+    assert is_in_passage("trained as a", passage) and not is_in_passage("train", passage)

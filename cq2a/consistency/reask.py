@@ -15,6 +15,7 @@ from cq2a.consistency.voting import majority_vote
 from cq2a.language.answers import (
     align_to_context,
     canonical_abstention,
+    is_in_passage,
     normalize_answer,
     strip_restated_question,
     without_entities,
@@ -22,7 +23,7 @@ from cq2a.language.answers import (
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.retrieval import Hit
 from cq2a.models.candidates import at_step, with_attempt
-from cq2a.models.records import Answer, AnswerKind, Candidate, Context
+from cq2a.models.records import UNANSWERABLE, Answer, AnswerKind, Candidate, Context
 
 #: The passages of the run's contexts a question finds, best first (``PassageIndex.top`` with
 #: the run's ``corpus_top_k``).
@@ -74,6 +75,14 @@ def ask_over(
         )
         for text in texts
     ]
+    if candidate.answer.kind is AnswerKind.UNANSWERABLE:
+        # Asked whether the passage answers at all, a vote that no words of the passage stand
+        # for is the re-asker answering from elsewhere ("In what year did Emerson die?" ->
+        # 1882, 1893, 1927): the passage does not answer it.
+        spans = [
+            span if span == UNANSWERABLE or is_in_passage(span, passage) else UNANSWERABLE
+            for span in spans
+        ]
     return texts, spans
 
 
