@@ -203,7 +203,7 @@ def filter_outcome(
     else:  # "no_leakage" stands for the kind's own checks of the question
         own = [question_has_its_form(answer, item.question)]
         if type == "yesno":
-            premise = question_adds_no_ranking(answer, item.question).passed
+            premise = question_adds_no_ranking(answer, item.question, services.lemmatize).passed
         if type == "unanswerable":
             own.append(question_is_grounded(answer, item.question, services.lemmatize))
         leak = all(check.passed for check in own)

@@ -15,6 +15,7 @@ from cq2a.checks.rules import (
     question_mentions_both_entities,
     ranks,
     rejection_reasons,
+    superlatives,
 )
 from cq2a.language.parsing import get_parser, lemmatizer
 from cq2a.models.records import Answer, AnswerKind, Context, RejectReason, Triple
@@ -270,6 +271,21 @@ def test_a_ranking_word_its_sentence_lacks_is_a_false_premise():
     assert question_adds_no_ranking(ruler, "Was Rollo the last ruler of the Normans?").passed
     # but a sentence that says "first" of something else does not make "only" stated
     assert not question_adds_no_ranking(ruler, "Was Rollo the only ruler of the Normans?").passed
+    # a superlative too: the passage names Vistaril among the pamoate preparations, no more
+    drug = make_answer("no", AnswerKind.YES_NO).model_copy(
+        update={"sentence": "Vistaril, Equipose, Masmoran, and Paxistil are preparations of the "
+                "pamoate salt."}
+    )  # fmt: skip
+    most = "Is Vistaril the most prescribed preparation of the pamoate salt?"
+    assert RejectReason.FALSE_PREMISE in rejection_reasons(
+        check(drug, most, "Vistaril, Equipose, Masmoran, and Paxistil are preparations.")
+    )
+    assert question_adds_no_ranking(drug, most).passed  # superlatives need the lemmatizer
+    assert not question_adds_no_ranking(drug, "Is Vistaril the cheapest one?", LEMMAS).passed
+    largest = drug.model_copy(update={"sentence": "Harvard has the largest library system."})
+    assert question_adds_no_ranking(largest, "Is it the smallest library system?", LEMMAS).passed
+    assert superlatives("Did at least 5 come, most of them late?", LEMMAS) == set()
+    assert superlatives("Was it the best and happiest day?", LEMMAS) == {"best", "happiest"}
 
 
 def test_human_squad_questions_seldom_rank_beyond_their_sentence():

@@ -67,6 +67,9 @@ YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
 #: The ranking words a yes/no question may swap for each other to make a "no".
 ORDER_WORDS = frozenset({"first", "last"})
+#: Words that make the word after them a superlative ("the most prescribed").
+SUPERLATIVE_MARKERS = frozenset({"most", "least"})
+IRREGULAR_SUPERLATIVES = frozenset({"best", "worst"})
 #: Dependents (UD relations, subtypes aside) that say which one a noun means ("acl" only
 #: with words of its own).
 IDENTIFYING_DEPRELS = frozenset({"nmod", "appos", "nummod", "flat"})
@@ -179,7 +182,28 @@ def ranks(text: str) -> set[str]:
     return {part for word in words(text) for part in word.split("-")} & RANKING_WORDS
 
 
-def question_adds_no_ranking(answer: Answer, question: str) -> CheckResult:
+def superlatives(text: str, lemmatize: Lemmatizer) -> set[str]:
+    """The superlatives of a text: "most" or "least" before another word ("the most
+    prescribed"; not "most of", "at least"), "best" and "worst", and an adjective or adverb
+    whose -est form the text has ("fastest", "largest", "biggest", "happiest")."""
+    said = words(text)
+    found = {
+        f"{word} {after}"
+        for before, word, after in zip(["", *said[:-1]], said, [*said[1:], ""], strict=True)
+        if word in SUPERLATIVE_MARKERS and after not in {"", "of"} and before != "at"
+    }
+    found |= set(said) & IRREGULAR_SUPERLATIVES
+    for lemma, upos in lemmatize(text):
+        if upos in {"ADJ", "ADV"} and len(lemma) > 2:
+            stem = lemma[:-1] if lemma[-1] in "ey" else lemma
+            forms = {stem + "est", lemma + lemma[-1] + "est", stem + "iest"} - {lemma}
+            found |= forms & set(said)
+    return found
+
+
+def question_adds_no_ranking(
+    answer: Answer, question: str, lemmatize: Lemmatizer | None = None
+) -> CheckResult:
     """A span question ranks its answer only as its sentences do: "What was the first fief
     formed by the Normans ...?" for "Duchy of Normandy", where the passage says "a great fief",
     asks about a fact the passage never states (a false premise), and its gold answers another
@@ -188,11 +212,17 @@ def question_adds_no_ranking(answer: Answer, question: str) -> CheckResult:
     A yes/no question may rank only where its sentence ranks: "Were the Normans the only people
     who gave their name to Normandy?" asks about something the passage is silent on, so
     neither "yes" nor "no" is its answer; "Was Rollo the last ruler?" of "Rollo was their
-    first ruler" swaps a rank the sentence gives, which is how a "no" question is made."""
+    first ruler" swaps a rank the sentence gives, which is how a "no" question is made. Given
+    ``lemmatize``, the same holds for a yes/no question's superlatives ("Is Vistaril the most
+    prescribed preparation?" of a sentence that names it among others)."""
+    yes_no = answer.kind is AnswerKind.YES_NO
     evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
-    if answer.kind is AnswerKind.YES_NO and evidence & ORDER_WORDS:
+    if yes_no and evidence & ORDER_WORDS:
         evidence |= ORDER_WORDS
     added = sorted(ranks(question) - evidence)
+    if yes_no and lemmatize is not None and not added:
+        stated = superlatives(answer.sentence, lemmatize)
+        added = [] if stated else sorted(superlatives(question, lemmatize))
     if added:
         said = ", ".join(f'"{word}"' for word in added)
         return CheckResult(
@@ -527,7 +557,7 @@ def _question_checks(
             question_has_its_form(answer, question),
             explanation_is_grounded(answer, explanation, lemmatize),
             length,
-            question_adds_no_ranking(answer, question),
+            question_adds_no_ranking(answer, question, lemmatize),
         ]
     if kind == "unanswerable":
         return [
