@@ -61,7 +61,8 @@ def ask_over(
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
     # sentence that restates the question is cut to the words it adds (compared as lemmas); a
-    # relation's question names both its entities, which its answer then goes without.
+    # relation's question names both its entities, which its answer then goes without, and its
+    # answer is the relation whatever the verb's form.
     triple = candidate.answer.triple
     entities = [triple.subject, triple.object] if triple else []
     spans = [
@@ -81,6 +82,16 @@ def ask_over(
         # 1882, 1893, 1927): the passage does not answer it.
         spans = [
             span if span == UNANSWERABLE or is_in_passage(span, passage) else UNANSWERABLE
+            for span in spans
+        ]
+    if triple is not None:
+        # A relation is a verb of the passage ("trained"); a vote with its lemmas ("train",
+        # "trains") names the same relation, in the passage's words.
+        relation = [lemma for lemma, _ in lemmatize(candidate.answer.text)]
+        spans = [
+            candidate.answer.text
+            if span != UNANSWERABLE and [lemma for lemma, _ in lemmatize(span)] == relation
+            else span
             for span in spans
         ]
     return texts, spans
