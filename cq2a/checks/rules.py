@@ -18,6 +18,7 @@ from cq2a.language.deixis import ENGLISH, DeixisLexicon
 from cq2a.language.embeddings import SimilarityMatrix
 from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_in, without_articles
 from cq2a.language.lexicon import (
+    ARTICLES,
     CONTENT_UPOS,
     NON_LEXICAL_VERBS,
     NOUN_UPOS,
@@ -237,12 +238,31 @@ def is_yes_no_question(question: str) -> bool:
     return bool(first) and first[0] in YES_NO_OPENERS
 
 
+#: Words a question cannot end on: an article, a conjunction, a preposition with no "?" after
+#: it ("What did the University do to organize itself into"), or a possessive.
+_OPEN_ENDS = ARTICLES | frozenset(
+    "and or but nor of to in on at by for with from into onto upon over under about as than".split()
+)
+
+
+def is_cut_off(question: str) -> bool:
+    """A question that stops in the middle of a phrase: no question mark, and its last word is
+    one no question ends on ("What is the significance of Agassiz's")."""
+    said = words(question)
+    if not said or question.rstrip().endswith("?"):
+        return False
+    return said[-1] in _OPEN_ENDS or said[-1].endswith(("'s", "’s"))
+
+
 def question_has_its_form(answer: Answer, question: str) -> CheckResult:
     """A question stands on its own: it does not copy the prompt's blank ("... incursions of
-    _____ war bands ..."). A yes/no target needs a yes/no question; an unanswerable one must
-    not be one (its only honest answer would be "no", not an abstention)."""
+    _____ war bands ...") and does not stop in the middle of a phrase. A yes/no target needs
+    a yes/no question; an unanswerable one must not be one (its only honest answer would be
+    "no", not an abstention)."""
     if shows_blank(question):
         return CheckResult(name=FORM, passed=False, detail="copies the blank of its prompt")
+    if is_cut_off(question):
+        return CheckResult(name=FORM, passed=False, detail="stops in the middle of a phrase")
     yes_no = is_yes_no_question(question)
     if answer.kind is AnswerKind.YES_NO and not yes_no:
         return CheckResult(name=FORM, passed=False, detail="not a yes/no question")
