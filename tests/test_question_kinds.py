@@ -351,6 +351,30 @@ def test_a_yes_no_gold_needs_four_votes_of_five() -> None:
     assert not strong.current.reasons
 
 
+def test_an_unanswerable_gold_needs_more_than_half_the_votes() -> None:
+    """A real run's accepted test: "What is the significance of Agassiz's" got 2 abstentions of
+    5, the other 3 votes three different spans; in a demo, "What did the Norman dynasty do that
+    contributed to their cultural and military influence?", which the passage answers, got 1
+    of 5. A plurality of abstentions is no majority."""
+    from cq2a.consistency.compare import compare_with_gold
+
+    target = _answer(1, AnswerKind.UNANSWERABLE, 0).model_copy(update={"text": UNANSWERABLE})
+
+    def voted(abstaining: int) -> Candidate:
+        votes = [UNANSWERABLE] * abstaining + ["one", "two", "three"][: 5 - abstaining]
+        attempt = Attempt(number=1, question="What is it?", explanation="e", votes=votes,
+                          majority_answer=UNANSWERABLE, majority_count=abstaining)  # fmt: skip
+        return Candidate(id="c:1:q0", context_id="c", answer=target, slot=0, attempts=[attempt],
+                         next_step="compare")  # fmt: skip
+
+    def never_called(a: list[str], b: list[str]) -> list[float]:
+        return [0.0] * len(a)
+
+    plurality, majority = compare_with_gold([voted(2), voted(3)], never_called, 0.74)
+    assert plurality.current.reasons == [RejectReason.INCONSISTENT]
+    assert not majority.current.reasons
+
+
 def test_a_question_cut_off_in_the_middle_of_a_phrase_is_rejected() -> None:
     from cq2a.checks.rules import is_cut_off, question_has_its_form
 

@@ -49,12 +49,16 @@ def answer_agrees(
 ) -> bool:
     """III-C2 step 2's decision for one majority answer of ``count`` of ``votes`` votes, given
     its similarity to the gold (``exact_agreement`` for yes/no and unanswerable golds): at
-    least ``threshold``; for a yes/no gold, by at least ``YES_NO_AGREEMENT`` of the votes;
-    never for a gold that is one item of the majority's list."""
+    least ``threshold``; for a yes/no gold, by at least ``YES_NO_AGREEMENT`` of the votes; for
+    an unanswerable gold, by more than half of them (abstaining 2 times of 5 while the other 3
+    votes answer is no sign that the passage does not); never for a gold that is one item of
+    the majority's list."""
     if similarity < threshold or one_item_of_a_list(gold, majority):
         return False
     if normalize_yes_no(gold) is not None:
         return count >= YES_NO_AGREEMENT * votes
+    if is_abstention(gold):
+        return count > votes / 2
     return True
 
 
