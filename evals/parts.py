@@ -24,7 +24,8 @@ TUNE_LINES = {"boolq": 25, "narrativeqa": 24}
 
 def in_part(record: dict[str, Any], line: int, part: Part) -> bool:
     """Whether the record on (1-based) ``line`` of its sample belongs to ``part``. A record of
-    another dataset (a file of the user's) has no parts: it is in every one."""
+    another dataset (a file of the user's) has no parts: only ``all`` takes it, other parts
+    raise ``ValueError``."""
     if part == "all":
         return True
     dataset = str(record.get("dataset", "")).lower()

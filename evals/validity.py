@@ -27,7 +27,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
@@ -350,6 +350,23 @@ def rejected_example(item: HumanQuestion, outcome: dict[str, bool]) -> dict[str,
     }
 
 
+def silent_accepted(
+    items: list[HumanQuestion],
+    outcomes: dict[int, dict[str, bool]],
+    negatives: dict[int, dict[str, bool]],
+) -> list[dict[str, Any]]:
+    """The silent yes/no questions measured, with the golds ("no", "yes") accepted for them."""
+    examples = []
+    for i, item in enumerate(items):
+        if not item.silent or i not in outcomes:
+            continue
+        golds = {"no": outcomes[i], "yes": negatives[i]}
+        accepted = [gold for gold, outcome in golds.items() if outcome["accepted"]]
+        if accepted:
+            examples.append({"question": item.question, "accepted": accepted})
+    return examples
+
+
 def type_figures(
     items: list[HumanQuestion],
     positive: list[dict[str, bool]],
@@ -498,15 +515,7 @@ def measure(
                 MAJORITY.items()
             )
         ],
-        "silent_accepted_examples": [
-            {"question": item.question, "accepted": [g for g in ("no", "yes") if o[g]]}
-            for item, o in (
-                (item, {"no": outcomes[i]["accepted"], "yes": negatives[i]["accepted"]})
-                for i, item in enumerate(items)
-                if item.silent and i in outcomes
-            )
-            if o["no"] or o["yes"]
-        ],
+        "silent_accepted_examples": silent_accepted(items, outcomes, negatives),
     }
     if generate:
         chosen_contexts = list({item.context.id: item.context for item in items}.values())
@@ -592,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["span", "yesno", "unanswerable"],
+        choices=get_args(QuestionType),
         default=None,
         help="the filters of one question type alone, no oracle",
     )

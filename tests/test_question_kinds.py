@@ -433,7 +433,7 @@ def scripted_votes(said: list[str], answer: Answer, question: str, lemmatize) ->
 def test_an_unanswerable_target_counts_a_vote_the_passage_does_not_hold_as_abstaining(
     lemmatize,
 ) -> None:
-    from cq2a.language.answers import is_in_passage
+    from cq2a.language.lexicon import mentions
 
     passage = "Ralph Waldo Emerson studied at Harvard and trained as a minister."
     # years the passage never gives, one span of it, and a word inside another word
@@ -451,7 +451,7 @@ def test_an_unanswerable_target_counts_a_vote_the_passage_does_not_hold_as_absta
         votes_of[AnswerKind.UNANSWERABLE] == [UNANSWERABLE] * 2 + ["Harvard"] + [UNANSWERABLE] * 2
     )
     assert votes_of[AnswerKind.ENTITY_PHRASE] == said  # a span question keeps what was said
-    assert is_in_passage("trained as a", passage) and not is_in_passage("train", passage)
+    assert mentions(passage, "trained as a") and not mentions(passage, "train")
 
 
 def test_a_relation_vote_in_another_form_of_its_verb_is_the_relation(lemmatize) -> None:

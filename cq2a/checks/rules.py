@@ -548,11 +548,11 @@ def check_question(
 
     Yes/no and unanswerable questions have no span answer to leak or to explain: a yes/no
     question must have its form, an explanation that quotes its sentence and no rank its
-    sentence does not give, an unanswerable
-    one must be about its sentence's topic. A span question may not rank its answer ("first",
-    "only") where its sentences do not. A multi-sentence question has the span checks and must
-    use its second sentence. Given ``parse_question`` (a SUT that gets the question alone),
-    every question must also stand alone (``question_stands_alone``)."""
+    sentence does not give, an unanswerable one must be about its sentence's topic. A span
+    question may not rank its answer ("first", "only") where its sentences do not. A
+    multi-sentence question has the span checks and must use its second sentence. Given
+    ``parse_question`` (a SUT that gets the question alone), every question must also stand
+    alone (``question_stands_alone``)."""
     results = _question_checks(
         answer, question, explanation, lemmatize, min_chars, max_chars, leak_rule
     )

@@ -15,12 +15,12 @@ from cq2a.consistency.voting import majority_vote
 from cq2a.language.answers import (
     align_to_context,
     canonical_abstention,
-    is_in_passage,
     normalize_answer,
     strip_restated_question,
     without_entities,
 )
 from cq2a.language.lemmas import Lemmatizer
+from cq2a.language.lexicon import mentions
 from cq2a.language.retrieval import Hit
 from cq2a.models.candidates import at_step, with_attempt
 from cq2a.models.records import UNANSWERABLE, Answer, AnswerKind, Candidate, Context
@@ -81,7 +81,7 @@ def ask_over(
         # for is the re-asker answering from elsewhere ("In what year did Emerson die?" ->
         # 1882, 1893, 1927): the passage does not answer it.
         spans = [
-            span if span == UNANSWERABLE or is_in_passage(span, passage) else UNANSWERABLE
+            span if span == UNANSWERABLE or mentions(passage, span) else UNANSWERABLE
             for span in spans
         ]
     if triple is not None:

@@ -245,15 +245,6 @@ def is_abstention(answer: str) -> bool:
     return all(word in filler for word in words(text))
 
 
-def is_in_passage(answer: str, passage: str) -> bool:
-    """Whether ``answer`` is words of ``passage``: found there, ignoring case, starting and
-    ending at word boundaries ("train" is not in "trained")."""
-    words_of = r"\s+".join(re.escape(part) for part in answer.split())
-    if not words_of:
-        return False
-    return re.search(rf"(?<!\w){words_of}(?!\w)", passage, flags=re.IGNORECASE) is not None
-
-
 def canonical_abstention(answer: str) -> str:
     """``UNANSWERABLE`` for any way of declining to answer, else the answer unchanged, so
     abstaining votes count as one."""
