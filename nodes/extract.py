@@ -19,12 +19,13 @@ from cq2a.settings import Settings
 def extract(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     passage = state["context"]
     run = services(runtime)
+    speech = run.speaking(passage.language)
     emit("stage_started", context_id=passage.id, stage="extract")
     with stage("extract", passage.id) as report:
         extraction = extract_answers(
             passage,
-            run.parser.parse,
-            run.lemmatize,
+            speech.parser.parse,
+            speech.lemmatize,
             lambda: run.llm.generator,
             extraction_limits(run.settings),
         )

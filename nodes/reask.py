@@ -24,7 +24,7 @@ def reask(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             state.get("candidates", []),
             run.settings.votes,
             run.settings.concurrency,
-            run.lemmatize,
+            run.speaking(passage.language).lemmatize,
             corpus_search(runtime),
         )
         report.counts = {"reasked": len(asked)}

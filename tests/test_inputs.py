@@ -68,14 +68,46 @@ def test_bad_input_oversize_context_is_truncated_at_a_sentence(tmp_path):
     assert "truncated from" in contexts[0].note
 
 
-def test_bad_input_non_english_context_is_skipped(tmp_path):
-    german = (
-        "Die Normannen waren die Menschen, die im zehnten und elften Jahrhundert der Normandie "
-        "ihren Namen gaben, einer Region in Frankreich. Sie stammten von Wikingern ab."
-    )
-    contexts, skips = read_contexts(write_lines(tmp_path, [record("g", german)]), 20_000)
+GERMAN = (
+    "Die Normannen waren die Menschen, die im zehnten und elften Jahrhundert der Normandie "
+    "ihren Namen gaben, einer Region in Frankreich. Sie stammten von Wikingern ab."
+)
+FRENCH = (
+    "Les Normands sont les habitants qui, aux Xe et XIe siècles, ont donné leur nom à la "
+    "Normandie, une région de France. Ils descendaient de pillards vikings."
+)
+ENGLISH = (
+    "The Normans were the people who in the 10th and 11th centuries gave their name to "
+    "Normandy, a region in France. They were descended from Norse raiders."
+)
+
+
+def test_a_context_in_a_language_the_run_does_not_read_is_skipped_saying_how(tmp_path):
+    contexts, skips = read_contexts(write_lines(tmp_path, [record("g", GERMAN)]), 20_000)
     assert contexts == []
-    assert reasons(skips) == {"g": "non_english"}
+    assert reasons(skips) == {"g": "unsupported_language"}
+    assert "German (de)" in skips[0].detail and "--languages" in skips[0].detail
+
+
+def test_each_context_gets_its_own_language_in_a_mixed_input(tmp_path):
+    lines = [record("e", ENGLISH), record("f", FRENCH)]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000)
+    assert skips == []
+    assert {c.id: c.language for c in contexts} == {"e": "en", "f": "fr"}
+
+
+def test_a_given_language_is_not_detected_and_others_are_skipped(tmp_path):
+    lines = [record("e", ENGLISH), record("f", FRENCH)]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000, languages=("fr",))
+    assert [(c.id, c.language) for c in contexts] == [("e", "fr"), ("f", "fr")]
+    contexts, skips = read_contexts(write_lines(tmp_path, lines), 20_000, languages=("de", "fr"))
+    assert [c.id for c in contexts] == ["f"] and reasons(skips) == {"e": "unsupported_language"}
+
+
+def test_a_record_language_field_wins_over_detection(tmp_path):
+    line = json.dumps({"id": "x", "context": ENGLISH, "language": "FR"}).encode()
+    contexts, _ = read_contexts(write_lines(tmp_path, [line]), 20_000)
+    assert contexts[0].language == "fr"
 
 
 def test_bad_input_unreadable_path(tmp_path):

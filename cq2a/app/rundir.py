@@ -95,7 +95,7 @@ def plan_run(
     directory's."""
     started = time.time()
     contexts, skipped = read_contexts(
-        input_path, settings.max_context_chars, settings.passage_chars
+        input_path, settings.max_context_chars, settings.passage_chars, settings.input_languages()
     )
     corpus: tuple[Context, ...] = ()
     if limit is not None:

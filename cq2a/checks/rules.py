@@ -9,6 +9,7 @@ graph's step: the checks over a context's waiting candidates, then near-duplicat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -62,8 +63,16 @@ REASON_OF_CHECK = {
     PREMISE: RejectReason.FALSE_PREMISE,
     SELF_CONTAINED: RejectReason.NOT_SELF_CONTAINED,
 }
-#: Words a yes/no question opens with (an auxiliary or modal before its subject).
-YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"}
+#: Words a yes/no question opens with (an auxiliary or modal before its subject; French
+#: "Est-ce que ...").
+YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"} | {"est-ce"}
+#: French subject inversion ("Les Normands ont-ils ...?", "A-t-il ...?"), a yes/no question
+#: unless a question word opens it.
+_INVERSION = re.compile(r"\w-(?:t-)?(?:il|elle|ils|elles|on)\b", re.IGNORECASE)
+_FRENCH_QUESTION_WORDS = frozenset(
+    "qui que qu quoi quel quelle quels quelles lequel laquelle où quand pourquoi comment "
+    "combien".split()
+)
 #: Words that rank what a question asks about ("the first fief", "the only ruler").
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
 #: The ranking words a yes/no question may swap for each other to make a "no".
@@ -234,8 +243,11 @@ def question_adds_no_ranking(
 
 def is_yes_no_question(question: str) -> bool:
     """A question that opens with an auxiliary or a modal ("Did Rollo ...?", "Is it ...?")."""
-    first = words(question)[:1]
-    return bool(first) and first[0] in YES_NO_OPENERS
+    first = words(question)[:3]
+    if first and first[0] in YES_NO_OPENERS:
+        return True
+    opening = {part for word in first for part in re.split(r"['’-]", word)}
+    return bool(_INVERSION.search(question)) and not opening & _FRENCH_QUESTION_WORDS
 
 
 #: Words a question cannot end on: an article, a conjunction, a preposition with no "?" after
@@ -542,6 +554,7 @@ def check_question(
     max_chars: int,
     leak_rule: LeakRule = "paper",
     parse_question: QuestionParse | None = None,
+    deixis: DeixisLexicon = ENGLISH,
 ) -> list[CheckResult]:
     """The III-C1 constraints on one candidate question. Lexical validity is a property of the
     answer alone, checked once at extraction (``answer_is_lexically_valid``).
@@ -552,12 +565,13 @@ def check_question(
     question may not rank its answer ("first", "only") where its sentences do not. A
     multi-sentence question has the span checks and must use its second sentence. Given
     ``parse_question`` (a SUT that gets the question alone), every question must also stand
-    alone (``question_stands_alone``)."""
+    alone (``question_stands_alone``, with the closed classes of the question's language,
+    ``deixis``)."""
     results = _question_checks(
         answer, question, explanation, lemmatize, min_chars, max_chars, leak_rule
     )
     if parse_question is not None:
-        results.append(question_stands_alone(parse_question(question)))
+        results.append(question_stands_alone(parse_question(question), deixis))
     return results
 
 
@@ -619,6 +633,7 @@ def apply_constraints(
     max_chars: int,
     leak_rule: LeakRule,
     parse_question: QuestionParse | None = None,
+    deixis: DeixisLexicon = ENGLISH,
 ) -> Candidate:
     """Run the III-C1 checks on the current attempt and record any rejection reasons; a
     question that passes them all goes on to be re-asked."""
@@ -632,6 +647,7 @@ def apply_constraints(
         max_chars=max_chars,
         leak_rule=leak_rule,
         parse_question=parse_question,
+        deixis=deixis,
     )
     reasons = rejection_reasons(results)
     checked = with_attempt(candidate, checks=results, reasons=reasons)
@@ -662,10 +678,12 @@ def check_round(
     similarity_matrix: SimilarityMatrix,
     limits: CheckLimits,
     parse_question: QuestionParse | None = None,
+    deixis: DeixisLexicon = ENGLISH,
 ) -> list[Candidate]:
     """III-C1 over every candidate waiting for its checks, then near-duplicate removal; returns
     every candidate of the context, settled. ``parse_question`` is given when the SUT gets the
-    question alone: each question must then stand alone too."""
+    question alone: each question must then stand alone too (``deixis``: its language's
+    closed classes)."""
     checked = [
         apply_constraints(
             candidate,
@@ -674,6 +692,7 @@ def check_round(
             max_chars=limits.max_question_chars,
             leak_rule=limits.leak_rule,
             parse_question=parse_question,
+            deixis=deixis,
         )
         for candidate in at_step(candidates, "check")
     ]

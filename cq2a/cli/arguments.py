@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(estimate, "generator, re-asker and judge model")
     estimate.add_argument("--sut", default=None)
     _add_answer_options(estimate)
+    add_language_options(estimate)
     estimate.add_argument("--demo", action="store_true", help="with the demo's settings")
     estimate.add_argument("--price-per-1k-prompt", type=float, default=None)
     estimate.add_argument("--price-per-1k-completion", type=float, default=None)
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("input")
     extract.add_argument("--limit", type=int, default=None)
     extract.add_argument("--parser", choices=["spacy", "stanza"], default=None)
+    add_language_options(extract)
 
     report = commands.add_parser("report", help="write report.html for a run directory")
     report.add_argument("run_dir")
@@ -121,10 +123,27 @@ def add_run_options(
         help="question: the SUT gets the question alone and answers from its own index",
     )
     _add_answer_options(sub)
+    add_language_options(sub)
     sub.add_argument("--coverage-rounds", type=int, default=None)
     sub.add_argument("--consistency-threshold", type=float, default=None)
     _add_oracle_and_spending_options(sub)
     _add_backend_options(sub)
+
+
+def add_language_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--language",
+        default=None,
+        metavar="CODE",
+        help="the passages' language (ISO 639-1: en, fr, ...), or auto: each passage's own, "
+        "detected (default auto)",
+    )
+    sub.add_argument(
+        "--languages",
+        default=None,
+        metavar="CODES",
+        help="comma-separated languages auto detects among (default en,fr)",
+    )
 
 
 def _add_backend_options(sub: argparse.ArgumentParser) -> None:

@@ -191,11 +191,15 @@ def command_estimate(args: argparse.Namespace) -> int:
 def command_extract(args: argparse.Namespace) -> int:
     from cq2a.answers.plan import select_entities  # defers langchain to this command
 
-    settings = Settings()
-    parser = get_parser(args.parser or settings.parser)
+    languages = {"language": args.language, "languages": (args.languages or "").split(",")}
+    settings = Settings().with_overrides(**{k: v for k, v in languages.items() if v and v != [""]})
+    backend = args.parser or settings.parser
     try:
         contexts, skipped = read_contexts(
-            args.input, settings.max_context_chars, settings.passage_chars
+            args.input,
+            settings.max_context_chars,
+            settings.passage_chars,
+            settings.input_languages(),
         )
     except InputError as error:
         print(f"cq2a: {error}", file=sys.stderr)
@@ -203,7 +207,7 @@ def command_extract(args: argparse.Namespace) -> int:
     for skip in skipped:
         print(json.dumps({"skipped": skip.model_dump()}), file=sys.stderr)
     for context in contexts[: args.limit]:
-        parsed = parser.parse(context)
+        parsed = get_parser(backend, context.language or "en").parse(context)
         answers = select_entities(parsed, context, settings.answers, settings.answers_per_context)
         for answer in answers:
             print(answer.model_dump_json(include={"id", "kind", "text", "sentence_index"}))

@@ -33,10 +33,13 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
         "question_mix": "question_mix",
         "coverage_rounds": "coverage_rounds",
         "answers": "answers",
+        "language": "language",
     }
     for arg, field in simple.items():
         if getattr(args, arg, None) is not None:
             overrides[field] = getattr(args, arg)
+    if getattr(args, "languages", None):
+        overrides["languages"] = args.languages.split(",")
     if getattr(args, "no_relations", False):
         overrides["relations"] = False
     if getattr(args, "no_judge_probe", False):

@@ -26,7 +26,7 @@ def exact_agreement(gold: str, majority: str) -> float | None:
 #: A yes/no gold answer needs this share of the votes: with two possible answers, a bare
 #: majority (3 of 5) is too close to a coin toss to show the question is answered by its label.
 YES_NO_AGREEMENT = 0.8
-_COORDINATION = frozenset({"and", "or"})
+_COORDINATION = frozenset({"and", "or", "et", "ou"})
 
 
 def one_item_of_a_list(gold: str, majority: str) -> bool:

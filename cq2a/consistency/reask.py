@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
 from cq2a.consistency.voting import majority_vote
 from cq2a.language.answers import (
     align_to_context,
@@ -50,14 +50,14 @@ def ask_over(
     votes: int,
     seed_offset: int,
     lemmatize: Lemmatizer,
+    language: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """The re-asker's ``votes`` answers to the candidate's question over ``passage`` (Table
-    II), raw and each as the span of the passage it stands for."""
+    II), raw and each as the span of the passage it stands for; ``language``: the passage's."""
     question = candidate.current.question
     user = render_prompt("reask.user", context=passage, question=question)
-    texts = client.text(
-        load_prompt(reask_prompt(candidate.answer)), user, n=votes, seed_offset=seed_offset
-    )
+    system = in_language(load_prompt(reask_prompt(candidate.answer)), language)
+    texts = client.text(system, user, n=votes, seed_offset=seed_offset)
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a
     # sentence that restates the question is cut to the words it adds (compared as lemmas); a
@@ -114,7 +114,9 @@ def reask(
     A failed call leaves the candidate waiting to be re-asked (next round, or a resume), with
     the error recorded."""
     try:
-        texts, answers = ask_over(client, candidate, context.context, votes, seed_offset, lemmatize)
+        texts, answers = ask_over(
+            client, candidate, context.context, votes, seed_offset, lemmatize, context.language
+        )
         winner, count = majority_vote(answers)
         voted = with_attempt(
             candidate,
@@ -156,7 +158,9 @@ def reask_over_corpus(
     if context.id not in {passage_id for passage_id, _ in read}:
         read.append((context.id, context.context))
     passage = "\n\n".join(text for _, text in read)
-    _, answers = ask_over(client, candidate, passage, votes, seed_offset, lemmatize)
+    _, answers = ask_over(
+        client, candidate, passage, votes, seed_offset, lemmatize, context.language
+    )
     winner, count = majority_vote(answers)
     return with_attempt(
         candidate,

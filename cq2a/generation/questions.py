@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.language.lexicon import BLANK
 from cq2a.models.candidates import at_step, settle
@@ -118,7 +118,7 @@ def generation_messages(
     system, user = _kind_messages(answer, context, count, feedback)
     if standalone:
         system = f"{system}\n\n{load_prompt('standalone_requirement')}"
-    return system, user
+    return in_language(system, context.language), user
 
 
 def _kind_messages(answer: Answer, context: Context, count: int, feedback: str) -> tuple[str, str]:

@@ -13,16 +13,19 @@ from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import ARTICLES, FUNCTION_WORDS, NON_LEXICAL_VERBS, words
 from cq2a.models.records import UNANSWERABLE
 
-_ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
+_ANSWER_LABEL = re.compile(
+    r"^\s*(?:(?:final\s+)?answer|r[ée]ponse(?:\s+finale)?)\s*[:\-]\s*", re.IGNORECASE
+)
 _WHITESPACE = re.compile(r"\s+")
 _QUOTES = "\"'`“”‘’«»"
 _TRAILING_PUNCT = ".,;:!?"
 _ABBREVIATION_END = re.compile(r"(?:\b[A-Za-z]\.){2,}$|\b(?:Jr|Sr|St|Dr|Mr|Mrs|Ms|Inc|Ltd|Co)\.$")
 
-_YES = r"yes|yeah|yep|yup"
-_NO = r"no|nope"
-_TRUTH = r"true|false|correct|incorrect"
-_PRONOUN = r"it|they|he|she|that|this|there|i|we|you"
+# English's and French's words for yes and no ("oui", "non, il ne l'a pas fait", "vrai").
+_YES = r"yes|yeah|yep|yup|oui"
+_NO = r"no|nope|non"
+_TRUTH = r"true|false|correct|incorrect|vrai|faux"
+_PRONOUN = r"it|they|he|she|that|this|there|i|we|you|il|elle|ils|elles|ce|c|ça|cela"
 _YES_NO = re.compile(
     rf"^(?:(?P<yes>{_YES})\b"
     rf"|(?P<no>{_NO})(?=$|[^\w\s]|\s+(?:{_PRONOUN})\b)"
@@ -54,7 +57,7 @@ def normalize_yes_no(text: str) -> str | None:
         return "yes"
     if match.group("no"):
         return "no"
-    return "yes" if match.group("truth").lower() in {"true", "correct"} else "no"
+    return "yes" if match.group("truth").lower() in {"true", "correct", "vrai"} else "no"
 
 
 _PUNCTUATION = str.maketrans({ch: " " for ch in string.punctuation + "“”‘’«»–—"})
@@ -226,11 +229,32 @@ _ABSTENTIONS = (
     "i do not know",
     "none",
     "n/a",
+    # French
+    "sans réponse",
+    "pas de réponse",
+    "aucune réponse",
+    "aucune information",
+    "le contexte ne",
+    "le passage ne",
+    "le texte ne",
+    "non mentionné",
+    "non précisé",
+    "non indiqué",
+    "inconnu",
+    "inconnue",
+    "je ne sais pas",
+    "on ne sait pas",
+    "impossible de répondre",
+    "impossible à déterminer",
+    "aucun",
+    "aucune",
 )
 
 
 #: Words of a lead-in that never came to its answer ("The answer to the question is:").
-_LEAD_IN_WORDS = frozenset("answer answers question correct final following".split())
+_LEAD_IN_WORDS = frozenset(
+    "answer answers question correct final following réponse question".split()
+)
 
 
 def is_abstention(answer: str) -> bool:

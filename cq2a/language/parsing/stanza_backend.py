@@ -8,14 +8,15 @@ which are downloaded on first use when the machine is online.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from cq2a.language.parsing.base import (
     CLAUSE_LABELS,
-    STANZA_FIX,
+    STANZA_MWT_PROCESSORS,
     STANZA_PROCESSORS,
     ParserUnavailable,
     sentence_of,
+    stanza_fix,
 )
 from cq2a.models.records import Context, EntitySpan, ParsedContext, Phrase, Sentence, Token
 
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from stanza.models.common.doc import Sentence as StanzaSentence
     from stanza.models.constituency.parse_tree import Tree
 
-PHRASE_LABELS = frozenset({"NP", "VP"})
+#: Constituents read as phrases: the Penn Treebank's NP and VP, and the French Treebank's
+#: verbal nucleus (VN) as a verb phrase.
+PHRASE_LABELS: dict[str, Literal["NP", "VP"]] = {"NP": "NP", "VP": "VP", "VN": "VP"}
 
 
 def _word_offsets(word: Word) -> tuple[int, int]:
@@ -46,6 +49,7 @@ def _token(word: Word) -> Token:
         deprel=word.deprel or "dep",
         start=start,
         end=end,
+        morph=word.feats or "",
     )
 
 
@@ -77,10 +81,11 @@ def phrases_from_tree(tree: Tree) -> list[Phrase]:
     """NP/VP constituents of a constituency tree as phrase spans, deduplicated by span."""
     phrases: dict[tuple[str, int, int], Phrase] = {}
     for node, start, end in _walk(tree, 1):
-        if node.label in PHRASE_LABELS and (node.label, start, end) not in phrases:
+        label = PHRASE_LABELS.get(node.label)
+        if label is not None and (label, start, end) not in phrases:
             clause = _clause_tokens(node, start)
-            phrases[(node.label, start, end)] = Phrase(
-                label=node.label, start=start, end=end, clause_tokens=clause
+            phrases[(label, start, end)] = Phrase(
+                label=label, start=start, end=end, clause_tokens=clause
             )
     return sorted(phrases.values(), key=lambda p: (p.start, -p.end, p.label))
 
@@ -116,51 +121,62 @@ def from_stanza_document(
     return ParsedContext(context_id=context_id, parser=parser, sentences=sentences)
 
 
-def _build_pipeline(model_dir: str | None) -> Any:
+def processors(language: str) -> str:
+    """The processors of a language's pipeline: English's, others with multi-word tokens."""
+    return STANZA_PROCESSORS if language == "en" else STANZA_MWT_PROCESSORS
+
+
+def _build_pipeline(model_dir: str | None, language: str) -> Any:
     import stanza
 
-    options: dict[str, Any] = {"processors": STANZA_PROCESSORS, "download_method": None}
+    options: dict[str, Any] = {"processors": processors(language), "download_method": None}
     if model_dir is not None:
         options["dir"] = model_dir
-    return stanza.Pipeline("en", verbose=False, **options)
+    return stanza.Pipeline(language, verbose=False, **options)
 
 
-def _pipeline_or_none(model_dir: str | None) -> Any | None:
+def _pipeline_or_none(model_dir: str | None, language: str) -> Any | None:
     # Stanza signals missing resources with several exception types (FileNotFoundError,
     # ResourcesFileNotFoundError, ValueError, ...): any failure here means "models missing".
     try:
-        return _build_pipeline(model_dir)
+        return _build_pipeline(model_dir, language)
     except Exception:
         return None
 
 
-def load_stanza(model_dir: str | None = None, download: Callable[..., Any] | None = None) -> Any:
-    """Load Stanza's English pipeline, downloading the models once if they are missing."""
+def load_stanza(
+    model_dir: str | None = None,
+    download: Callable[..., Any] | None = None,
+    language: str = "en",
+) -> Any:
+    """Load Stanza's pipeline for ``language``, downloading its models once if they are
+    missing."""
     try:
         import stanza
     except ImportError as error:
         raise ParserUnavailable("stanza is not installed: run `pip install stanza`") from error
-    pipeline = _pipeline_or_none(model_dir)
+    pipeline = _pipeline_or_none(model_dir, language)
     if pipeline is not None:
         return pipeline
     options = {"dir": model_dir} if model_dir is not None else {}
     try:
-        (download or stanza.download)("en", processors=STANZA_PROCESSORS, verbose=False, **options)
-        return _build_pipeline(model_dir)
+        fetch = download or stanza.download
+        fetch(language, processors=processors(language), verbose=False, **options)
+        return _build_pipeline(model_dir, language)
     except Exception as error:  # offline, every download failure means the same thing
         message = (
-            "Stanza English models are missing and could not be downloaded: "
-            f"run `{STANZA_FIX}` on a machine with internet access"
+            f"Stanza models for {language!r} are missing and could not be downloaded: "
+            f"run `{stanza_fix(language)}` on a machine with internet access"
         )
         raise ParserUnavailable(message) from error
 
 
 class StanzaParser:
-    """Parses contexts with Stanza's English pipeline loaded once."""
+    """Parses contexts with one language's Stanza pipeline loaded once."""
 
-    def __init__(self, model_dir: str | None = None) -> None:
-        self.name = "stanza:en"
-        self._nlp = load_stanza(model_dir)
+    def __init__(self, model_dir: str | None = None, language: str = "en") -> None:
+        self.name = f"stanza:{language}"
+        self._nlp = load_stanza(model_dir, language=language)
 
     def parse(self, context: Context) -> ParsedContext:
         return from_stanza_document(self._nlp(context.context), context.id, self.name)
