@@ -20,6 +20,7 @@ from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
 from cq2a.testing.scripted_server import (
     ChatRequest,
+    CutOff,
     FaultPlan,
     RecordedRequest,
     ScriptedLLMServer,
@@ -178,6 +179,20 @@ class Strict(BaseModel):
     @model_validator(mode="after")
     def broken(self) -> Strict:
         raise TypeError("a bug in our own schema")
+
+
+def test_a_structured_reply_cut_at_its_token_limit_is_malformed_and_asked_again():
+    # the SDK refuses to parse a schema reply whose finish_reason is "length"
+    # (LengthFinishReasonError): one such reply must not fail the call, let alone the run
+    replies = [CutOff(text='{"name": "re'), '{"name": "red"}']
+    with ScriptedLLMServer(lambda request, index: replies.pop(0)) as server:
+        client = _client(server, slots=None, malformed_retries=1)
+        assert client.structured("system", "user", Colour) == [Colour(name="red")]
+        assert len(server.requests) == 2
+    with ScriptedLLMServer(lambda request, index: CutOff(text='{"name": "re')) as server:
+        client = _client(server, slots=None, malformed_retries=0)
+        (cut,) = client.structured("system", "user", Colour)
+        assert isinstance(cut, Malformed) and cut.raw == '{"name": "re'
 
 
 def test_a_schema_that_raises_a_programming_error_is_not_asked_again():

@@ -148,7 +148,6 @@ def estimate_contexts(
             "sampled_contexts": sample,
         }
 
-    parser = get_parser(settings.parser)
     stages = {name: StageEstimate() for name in ("extract", "generate", "reask", "evaluate")}
     cap = settings.answers_per_context
     mix = settings.mix()
@@ -172,6 +171,7 @@ def estimate_contexts(
                 tokens(load_prompt("relation_extraction.system"), user),
                 rates.completion_per_relation_call,
             )
+        parser = get_parser(settings.parser, context.language or "en")
         parsed, _ = drop_long_sentences(parser.parse(context), settings.max_sentence_tokens)
         entities = select_entities(parsed, context, settings.answers, settings.answer_budget)
         pool = target_pool(parsed, context, entities, [], mix)

@@ -22,7 +22,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-Reply = str | dict[str, Any] | list[Any]
+
+class CutOff(BaseModel):
+    """A reply the server cut at its token limit (``finish_reason`` "length"): ``text`` is what
+    it wrote before the cut."""
+
+    text: str
+
+
+Reply = str | dict[str, Any] | list[Any] | CutOff
 Responder = Callable[["ChatRequest", int], Reply]
 FAULT_KINDS = ("500", "429", "timeout", "malformed", "empty_choices", "malformed_content")
 
@@ -336,6 +344,9 @@ class ScriptedLLMServer:
             call = {"name": tool, "arguments": arguments}
             message["tool_calls"] = [{"id": f"call_{index}", "type": "function", "function": call}]
             return {"index": index, "message": message, "finish_reason": "tool_calls"}
+        if isinstance(reply, CutOff):
+            message["content"] = reply.text
+            return {"index": index, "message": message, "finish_reason": "length"}
         message["content"] = reply if isinstance(reply, str) else json.dumps(reply)
         return {"index": index, "message": message, "finish_reason": "stop"}
 

@@ -18,7 +18,7 @@ On top of it the client adds what a long, paid run needs:
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
@@ -31,6 +31,7 @@ from cq2a.adapters.llm.endpoint import Endpoint
 from cq2a.adapters.llm.errors import (
     LLMCallFailed,
     UnusableReply,
+    cut_off_errors,
     fatal_errors,
     reply_errors,
     sdk_retried_errors,
@@ -184,9 +185,25 @@ class ChatClient:
                 prompt_tokens=int(token_usage.get("prompt_tokens") or 0),
                 completion_tokens=int(token_usage.get("completion_tokens") or 0),
             )
+        except cut_off_errors() as error:
+            return cut_off_completion(cast(Any, error).completion)
         except suspects as error:
             if not unusable_reply(error):
                 raise
             raise UnusableReply(str(error)) from error
         texts = [generation.text for generation in result.generations[0]]
         return Completion(texts=texts, usage=usage)
+
+
+def cut_off_completion(completion: Any) -> Completion:
+    """The texts of a reply cut at its token limit (an OpenAI ``ChatCompletion``), each as
+    far as it got, with the tokens it cost: a structured output cut off parses as malformed."""
+    usage = completion.usage
+    return Completion(
+        texts=[choice.message.content or "" for choice in completion.choices],
+        usage=Usage(
+            requests=1,
+            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
+            completion_tokens=int(usage.completion_tokens) if usage else 0,
+        ),
+    )

@@ -39,6 +39,16 @@ def sdk_retried_errors() -> tuple[type[Exception], ...]:
 
 
 @cache
+def cut_off_errors() -> tuple[type[Exception], ...]:
+    """A reply cut at the request's token limit whose structured output the SDK then refuses
+    to parse (``LengthFinishReasonError``): the call itself succeeded, and its text, cut off,
+    is an output that does not parse like any other."""
+    import openai
+
+    return (openai.LengthFinishReasonError,)
+
+
+@cache
 def reply_errors() -> tuple[type[Exception], ...]:
     """Errors that say a reply the SDK let through is no completion: a body that is not JSON
     (``json.JSONDecodeError``), an error or a body of another type in a 200 reply (langchain's
