@@ -129,6 +129,7 @@ def server(spacy_parser, french_parser):
     release_services()
     with ScriptedLLMServer() as scripted:
         scripted.rules.on(marker("entity_questions.system"), write_questions)
+        scripted.rules.on(marker("fr/entity_questions.system"), write_questions)
         scripted.rules.on(marker("reask.system"), reask)
         scripted.rules.on(marker("judge.system"), {"score": 100, "explanation": "same"})
         yield scripted
@@ -150,11 +151,17 @@ def test_a_mixed_run_gives_each_test_its_passage_language_and_english_prompts_un
     assert not any(v.bug for v in verdicts)
     french_questions = [v.question for v in verdicts if v.language == "fr"]
     assert french_questions and all(q.startswith("Quelle") for q in french_questions)
+    french_generation = load_prompt("fr/entity_questions.system")
+    asked = [r.body["messages"][0]["content"] for r in server.requests]
+    assert french_generation in asked and load_prompt("entity_questions.system") in asked
     requirement = render_prompt("language_requirement", language="French")
     assert requirement.startswith("The passage is written in French.")
     for request in server.requests:
         system = request.body["messages"][0]["content"]
         user = json.dumps(request.body["messages"][1:], ensure_ascii=False)
+        if system == load_prompt("fr/entity_questions.system"):  # French, where wording matters
+            assert "Normandie" in user
+            continue
         name = next(n for n in PROMPTS if marker(f"{n}.system") in system)
         if "Normandie" in user:
             assert system == f"{load_prompt(f'{name}.system')}\n\n{requirement}"

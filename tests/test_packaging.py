@@ -22,6 +22,7 @@ def test_wheel_has_only_the_cq2a_package(tmp_path):
         "cq2a/graph/graph.py",
         "cq2a/nodes/extract.py",
         "cq2a/prompts/judge.system.txt",
+        "cq2a/prompts/fr/entity_questions.system.txt",
         "cq2a/data/squad2_dev_sample.jsonl",
     ):
         assert expected in names

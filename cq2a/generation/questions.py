@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import load_prompt, render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.language.lexicon import BLANK
 from cq2a.models.candidates import at_step, settle
@@ -113,18 +113,21 @@ def generation_messages(
     answer: Answer, context: Context, count: int, feedback: str, standalone: bool = False
 ) -> tuple[str, str]:
     """System and user messages; the context comes first so servers can reuse the prefix.
-    ``standalone``: the questions will be asked without their passage, and the system message
-    says so (``prompts/standalone_requirement.txt``)."""
-    system, user = _kind_messages(answer, context, count, feedback)
+    The system prompt is the context's language's (``system_prompt``). ``standalone``: the
+    questions will be asked without their passage, and the system message says so
+    (``prompts/standalone_requirement.txt``)."""
+    name, user = _kind_messages(answer, context, count, feedback)
+    system = system_prompt(f"{name}.system", context.language)
     if standalone:
         system = f"{system}\n\n{load_prompt('standalone_requirement')}"
-    return in_language(system, context.language), user
+    return system, user
 
 
 def _kind_messages(answer: Answer, context: Context, count: int, feedback: str) -> tuple[str, str]:
+    """The name of the kind's prompt, and its user message."""
     if answer.kind is AnswerKind.RELATION:
         assert answer.triple is not None
-        return load_prompt("relation_questions.system"), render_prompt(
+        return "relation_questions", render_prompt(
             "relation_questions.user",
             context=context.context,
             triple=answer.triple.as_text(),
@@ -134,7 +137,7 @@ def _kind_messages(answer: Answer, context: Context, count: int, feedback: str) 
             answer=answer.text,
         )
     if answer.kind.is_entity:
-        return load_prompt("entity_questions.system"), render_prompt(
+        return "entity_questions", render_prompt(
             "entity_questions.user",
             context=context.context,
             cloze=blank_out(answer.sentence, answer.text),
@@ -144,7 +147,7 @@ def _kind_messages(answer: Answer, context: Context, count: int, feedback: str) 
         )
     # yes/no, unanswerable and multi-sentence questions (cq2a.answers.kinds): one prompt file each
     name = f"{answer.kind.question_kind}_questions"
-    return load_prompt(f"{name}.system"), render_prompt(
+    return name, render_prompt(
         f"{name}.user",
         context=context.context,
         sentence=answer.sentence,
