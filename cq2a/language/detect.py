@@ -40,10 +40,6 @@ NAMES = {
 }
 
 
-class UnknownLanguage(ValueError):
-    """A language code lingua does not know."""
-
-
 def language_name(code: str) -> str:
     """The English name of an ISO 639-1 code, for messages and prompts ("fr" -> "French")."""
     if code in NAMES:
@@ -55,17 +51,6 @@ def language_name(code: str) -> str:
     except AttributeError:
         return code
     return language.name.title()
-
-
-def check_codes(codes: Sequence[str]) -> tuple[str, ...]:
-    """Lower-cased ISO 639-1 codes, or ``UnknownLanguage`` naming the bad one."""
-    from lingua import IsoCode639_1
-
-    checked = tuple(code.strip().lower() for code in codes if code.strip())
-    for code in checked:
-        if not hasattr(IsoCode639_1, code.upper()):
-            raise UnknownLanguage(f"unknown language code {code!r}: use ISO 639-1, e.g. 'en', 'fr'")
-    return checked
 
 
 @cache
@@ -82,6 +67,11 @@ def detect_language(text: str, languages: Sequence[str]) -> str:
     is too short to tell or only one is given), or a screened language the run does not parse."""
     if len(languages) == 1 or sum(ch.isalpha() for ch in text) < MIN_LETTERS:
         return languages[0]
-    codes = tuple(dict.fromkeys([*languages, *SCREENED]))
+    from lingua import IsoCode639_1
+
+    # lingua detects its 75 languages; a run's language outside them is only ever given
+    codes = tuple(
+        c for c in dict.fromkeys([*languages, *SCREENED]) if hasattr(IsoCode639_1, c.upper())
+    )
     found = _detector(codes).detect_language_of(text)
     return found.iso_code_639_1.name.lower() if found is not None else languages[0]
