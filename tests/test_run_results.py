@@ -35,7 +35,16 @@ def test_run_json_records_the_thresholds_applied_with_their_defaults_resolved(tm
         "consistency": MINILM_THRESHOLD,
         "oracle": MINILM_THRESHOLD,
         "judge": 50,
+        # and per language of the run's passages: its embedder and the thresholds it decided with
+        "by_language": {
+            "en": {
+                "embedding": "all-MiniLM-L6-v2",
+                "consistency": MINILM_THRESHOLD,
+                "oracle": MINILM_THRESHOLD,
+            }
+        },
     }
+    assert record["languages"] == {"en": 1}
 
 
 def test_pending_slots_go_to_the_partial_pending_file_not_the_rejected_one(tmp_path):
