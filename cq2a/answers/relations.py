@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.answers.anchors import AnchoredTriple, anchor_triple, find_spans
 from cq2a.language.lemmas import Lemmatizer
@@ -185,7 +185,7 @@ def extract_relations(
     user = render_prompt("relation_extraction.user", context=context.context, limit=limit)
     try:
         outputs = client.structured(
-            in_language(load_prompt("relation_extraction.system"), context.language),
+            system_prompt("relation_extraction.system", context.language),
             user,
             ProposedTriples,
         )

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import render_prompt, system_prompt
 from cq2a.consistency.voting import majority_vote
 from cq2a.language.answers import (
     align_to_context,
@@ -56,7 +56,7 @@ def ask_over(
     II), raw and each as the span of the passage it stands for; ``language``: the passage's."""
     question = candidate.current.question
     user = render_prompt("reask.user", context=passage, question=question)
-    system = in_language(load_prompt(reask_prompt(candidate.answer)), language)
+    system = system_prompt(reask_prompt(candidate.answer), language)
     texts = client.text(system, user, n=votes, seed_offset=seed_offset)
     # Each vote as the span of the context it stands for, so the votes and the gold compare as
     # spans (III-C2), whether the re-asker copied a span or wrote a sentence around it; a

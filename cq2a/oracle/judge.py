@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import in_language, load_prompt, render_prompt
+from cq2a.adapters.llm.prompts import render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
@@ -127,7 +127,7 @@ def judge_answer(
     user = render_prompt(
         "judge.user", context=context, question=question, gold_answer=gold, sut_answer=sut
     )
-    system = in_language(load_prompt("judge.system"), language)
+    system = system_prompt("judge.system", language)
     try:
         outputs = client.structured(system, user, JudgeVerdict, n=votes)
     except LLMCallFailed as error:

@@ -34,16 +34,16 @@ def system_prompt(name: str, language: str | None) -> str:
     """The system prompt ``name`` for a passage in ``language``: the language's own file where
     wording matters (``prompts/<language>/<name>.txt``: the generation prompts in French, with
     a French example), else the English one followed by the language requirement
-    (``in_language``). English's is the file itself."""
+    (``_with_requirement``). English's is the file itself."""
     if language not in (None, "en"):
         try:
             return load_prompt(f"{language}/{name}")
         except FileNotFoundError:
             pass
-    return in_language(load_prompt(name), language)
+    return _with_requirement(load_prompt(name), language)
 
 
-def in_language(system: str, language: str | None) -> str:
+def _with_requirement(system: str, language: str | None) -> str:
     """A system prompt for a passage in ``language`` (ISO 639-1): English's unchanged, any
     other's followed by ``prompts/language_requirement.txt`` naming the language, so that
     questions, answers and explanations come in the passage's language."""
