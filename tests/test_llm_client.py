@@ -195,6 +195,22 @@ def test_a_structured_reply_cut_at_its_token_limit_is_malformed_and_asked_again(
         assert isinstance(cut, Malformed) and cut.raw == '{"name": "re'
 
 
+class Palette(BaseModel):
+    colours: list[str]
+
+
+def test_max_items_bounds_the_lists_of_the_requested_schema_not_of_the_parse():
+    reply = '{"colours": ["red", "blue"]}'  # a server that does not honour the bound
+    with ScriptedLLMServer(lambda request, index: reply) as server:
+        client = _client(server, slots=None)
+        (palette,) = client.structured("system", "user", Palette, max_items=1)
+        (unbounded,) = client.structured("system", "user", Palette, seed_offset=1)
+        sent = [r.body["response_format"]["json_schema"]["schema"] for r in server.requests]
+    assert palette == Palette(colours=["red", "blue"])
+    assert sent[0]["properties"]["colours"]["maxItems"] == 1
+    assert "maxItems" not in sent[1]["properties"]["colours"] and unbounded == palette
+
+
 def test_a_schema_that_raises_a_programming_error_is_not_asked_again():
     with ScriptedLLMServer(lambda request, index: '{"name": "red"}') as server:
         client = _client(server, slots=None, llm_retries=2, malformed_retries=2)

@@ -120,6 +120,23 @@ def test_dict_reply_becomes_a_tool_call_when_tools_are_offered(
     assert raw.body["tool_choice"]["function"]["name"] == "Person"
 
 
+def test_a_json_reply_is_cut_to_the_bounds_of_the_requested_schema() -> None:
+    reply = {"names": ["Ada", "Grace"], "note": "a long note", "age": 36}
+    schema = {
+        "properties": {
+            "names": {"type": "array", "maxItems": 1},
+            "note": {"type": "string", "maxLength": 0},
+            "age": {"type": "integer"},
+        }
+    }
+    bounded = {"type": "json_schema", "json_schema": {"name": "P", "schema": schema}}
+    with ScriptedLLMServer(Rules().default(reply)) as server:
+        cut = json.loads(content_of(post(server, "q", response_format=bounded)))
+        whole = json.loads(content_of(post(server, "q")))
+    # what a grammar built from the schema lets the model write
+    assert cut == {"names": ["Ada"], "note": "", "age": 36} and whole == reply
+
+
 def test_response_format_json_schema_and_json_object(scripted_llm: ScriptedLLMServer) -> None:
     scripted_llm.rules.on("who", ADA)
     structured = chat(scripted_llm).with_structured_output(Person, method="json_schema")

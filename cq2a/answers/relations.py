@@ -178,6 +178,10 @@ class RelationExtraction(BaseModel):
         return [Skip(id=f"{context_id}:relations", reason="llm_error", detail=self.error)]
 
 
+#: Triples the LLM may propose per relation kept: room for the filters (III-A2) to drop some.
+PROPOSALS_PER_RELATION = 2
+
+
 def extract_relations(
     client: ChatClient, context: Context, parsed: ParsedContext, lemmatize: Lemmatizer, limit: int
 ) -> RelationExtraction:
@@ -188,6 +192,7 @@ def extract_relations(
             system_prompt("relation_extraction.system", context.language),
             user,
             ProposedTriples,
+            max_items=PROPOSALS_PER_RELATION * limit,
         )
     except LLMCallFailed as error:
         return RelationExtraction(error=str(error))

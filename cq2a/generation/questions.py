@@ -213,7 +213,9 @@ def generate_questions(
     feedback = feedback_for(slots)
     system, user = generation_messages(answer, context, len(slots), feedback, standalone)
     try:
-        outputs = client.structured(system, user, GeneratedQuestions, seed_offset=seed_offset)
+        outputs = client.structured(
+            system, user, GeneratedQuestions, seed_offset=seed_offset, max_items=len(slots)
+        )
     except LLMCallFailed as error:
         return [slot.model_copy(update={"error": str(error)}) for slot in slots]
     return fill_slots(slots, outputs[0], feedback)

@@ -46,6 +46,21 @@ def _text_of(content: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
+def within_schema(reply: dict[str, Any], response_format: dict[str, Any] | None) -> dict[str, Any]:
+    """A scripted JSON reply cut to the ``maxItems`` and ``maxLength`` of the requested schema's
+    top-level properties: a llama.cpp server turns the schema into a grammar, and its model can
+    write nothing longer."""
+    schema = ((response_format or {}).get("json_schema") or {}).get("schema") or {}
+    bounded = dict(reply)
+    for name, prop in (schema.get("properties") or {}).items():
+        value = bounded.get(name)
+        if isinstance(value, list) and "maxItems" in prop:
+            bounded[name] = value[: prop["maxItems"]]
+        if isinstance(value, str) and "maxLength" in prop:
+            bounded[name] = value[: prop["maxLength"]]
+    return bounded
+
+
 class ChatRequest(BaseModel):
     """One chat-completions request body, as the responder sees it."""
 
@@ -347,6 +362,8 @@ class ScriptedLLMServer:
         if isinstance(reply, CutOff):
             message["content"] = reply.text
             return {"index": index, "message": message, "finish_reason": "length"}
+        if isinstance(reply, dict):
+            reply = within_schema(reply, request.response_format)
         message["content"] = reply if isinstance(reply, str) else json.dumps(reply)
         return {"index": index, "message": message, "finish_reason": "stop"}
 

@@ -18,6 +18,7 @@ On top of it the client adds what a long, paid run needs:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -90,16 +91,26 @@ class ChatClient:
         )
 
     def structured(
-        self, system: str, user: str, schema: type[T], *, n: int = 1, seed_offset: int = 0
+        self,
+        system: str,
+        user: str,
+        schema: type[T],
+        *,
+        n: int = 1,
+        seed_offset: int = 0,
+        max_items: int | None = None,
+        max_length: Mapping[str, int] | None = None,
     ) -> list[T | Malformed]:
         """``n`` completions parsed into ``schema``; unparseable ones are asked for again, up
-        to ``malformed_retries`` times.
+        to ``malformed_retries`` times. ``max_items``: the most items the schema's lists may
+        hold in the request; ``max_length``: the most characters of some of its strings, by
+        name (the parse takes whatever came).
 
         Not a retry of a failed request (``_send_with_retries`` does that): each further ask is
         a new sample, for the choices still missing only, under seeds of its own (1000 on), so
         each answer is its own cache entry and a replay finds it."""
         messages = [SystemMessage(system), HumanMessage(user)]
-        response_format = response_format_for(self.spec, schema)
+        response_format = response_format_for(self.spec, schema, max_items, max_length)
         results: list[T | Malformed] = []
         for ask in range(self.settings.malformed_retries + 1):
             wanted = n - sum(not isinstance(r, Malformed) for r in results)
