@@ -243,13 +243,15 @@ def critical_path_bound(
     """Lower bound, in latencies, of a run's wall time given its requests.
 
     Per context: each stage of k parallel calls costs ceil(k / C); evaluate's judge calls come
-    after every context. All contexts share C slots, so the run also needs total / C latencies.
+    after every context, two per judged test one after the other (its votes, then the median
+    vote's explanation). All contexts share C slots, so the run also needs total / C latencies.
     """
     stages = [context_stages(requests, c) for c in contexts]
     chains = [[len(stage) for stage in context] for context in stages]
     paths = [sum(math.ceil(k / concurrency) for k in chain) for chain in chains]
     judges = sum(request_kind(r) == "judge" for r in requests)
-    critical = max(paths, default=0) + math.ceil(judges / concurrency)
+    judging = max(math.ceil(judges / concurrency), min(judges, 2))
+    critical = max(paths, default=0) + judging
     throughput = len(requests) / concurrency
     return {
         "per_context_latencies": paths,

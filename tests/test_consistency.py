@@ -190,13 +190,20 @@ def test_the_oracle_reduces_to_yes_no_only_for_a_yes_no_gold():
 
 
 class _VotingJudge:
-    """A judge client whose votes are fixed scores, for ``judge_answer``."""
+    """A judge client whose votes are fixed scores, for ``judge_answer``: vote ``i`` has seed
+    offset ``i``; asked with an empty explanation, as a server's grammar would make it, else
+    with its explanation (``explained`` replaces the score the explanation argues)."""
 
-    def __init__(self, scores: list[int]) -> None:
-        self.scores = scores
+    def __init__(self, scores: list[int], explained: int | None = None) -> None:
+        self.scores, self.explained, self.calls = scores, explained, []
 
-    def structured(self, system, user, schema, n):
-        return [schema(score=s, explanation=f"scored {s}") for s in self.scores[:n]]
+    def structured(self, system, user, schema, n=1, seed_offset=0, max_length=None):
+        self.calls.append((n, seed_offset, max_length))
+        if max_length == {"explanation": 0}:
+            return [schema(score=s, explanation="") for s in self.scores[seed_offset:][:n]]
+        (score,) = self.scores[seed_offset:][:1]
+        score = score if self.explained is None else self.explained
+        return [schema(score=score, explanation=f"scored {score}")]
 
 
 @pytest.mark.parametrize(
@@ -217,6 +224,29 @@ def test_the_judges_median_of_an_even_number_of_votes_favours_no_side(scores, sc
     assert problem is None and found is not None
     assert (found.score, found.explanation, found.scores) == (score, explanation, scores)
     assert found.confident is (len({s >= 50 for s in scores}) == 1)
+
+
+def test_the_judges_votes_write_scores_and_only_the_median_vote_its_explanation():
+    from cq2a.oracle.judge import judge_answer
+
+    judge = _VotingJudge([90, 10, 30])
+    found, _ = judge_answer(judge, "ctx", "q?", "gold", "sut", votes=3, judge_threshold=50)
+    assert found is not None and (found.score, found.explanation) == (30, "scored 30")
+    # three scores without explanations, then the median vote (seed offset 2) explained
+    assert judge.calls == [(3, 0, {"explanation": 0}), (1, 2, None)]
+    # explained on the other side of the threshold (another seed after a malformed vote): the
+    # verdict stands on the votes, without an explanation that argues against it
+    found, _ = judge_answer(
+        _VotingJudge([90, 10, 30], explained=80), "ctx", "q?", "g", "s", votes=3, judge_threshold=50
+    )
+    assert found is not None and (found.score, found.explanation) == (30, "")
+    # a server that ignores the bound: the median vote's own explanation, no further request
+    judge = _VotingJudge([90, 10, 30])
+    judge.structured = lambda system, user, schema, n=1, seed_offset=0, max_length=None: [
+        schema(score=s, explanation=f"scored {s}") for s in [90, 10, 30]
+    ]
+    found, _ = judge_answer(judge, "ctx", "q?", "gold", "sut", votes=3, judge_threshold=50)
+    assert found is not None and found.explanation == "scored 30" and judge.calls == []
 
 
 def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_parser):

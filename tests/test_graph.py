@@ -187,7 +187,12 @@ def test_oracle_stage_one_passes_without_judge_and_judge_decides_the_rest(script
     assert verdicts[q_bug].bug and verdicts[q_bug].judge_score == 5
     assert verdicts[q_bug].sut_answer == "England"
     judge_requests = [r for r in scripted_llm.requests if "gold_answer" in str(r.body["messages"])]
-    assert len(judge_requests) == 2  # the consistent-by-similarity case never reached the judge
+    # the consistent-by-similarity case never reached the judge; each judged case asked for its
+    # votes' scores, then for the median vote's explanation
+    assert len(judge_requests) == 4
+    schemas = [r.body["response_format"]["json_schema"]["schema"] for r in judge_requests]
+    assert [s["properties"]["explanation"].get("maxLength") for s in schemas].count(0) == 2
+    assert verdicts[q_bug].judge_explanation and verdicts[q_para].judge_explanation
 
 
 def test_the_judge_votes_and_its_median_decides(scripted_llm):
@@ -204,7 +209,9 @@ def test_the_judge_votes_and_its_median_decides(scripted_llm):
     assert split.judge_confident is False  # one vote on the other side of 50
     assert sure.judge_score == 5 and sure.bug and sure.judge_confident is True
     judge_requests = [r for r in scripted_llm.requests if "gold_answer" in str(r.body["messages"])]
-    assert [r.body["n"] for r in judge_requests] == [3, 3]  # the votes are one request each
+    # the votes are one request each, then the median vote (its seed) asked for its explanation
+    assert sorted(r.body["n"] for r in judge_requests) == [1, 1, 3, 3]
+    assert split.judge_explanation.endswith(": 70") and sure.judge_explanation.endswith(": 5")
 
 
 def test_sut_is_called_in_batches(scripted_llm):

@@ -319,7 +319,8 @@ def test_failed_judge_probe_stops_the_run_before_generation(tmp_path):
     # the failed probe is recorded, so the report can say the judge failed it
     assert record["judge_probe"]["passed"] is False
     assert "Iceland" in record["judge_probe"]["detail"]
-    assert len(prompts) == 2 and not any("Target answer" in p for p in prompts)
+    # the probe's two judge calls, each its votes then the median vote's explanation
+    assert len(prompts) == 4 and not any("Target answer" in p for p in prompts)
     assert lines(tmp_path / "run" / out.CANDIDATES) == []
 
 

@@ -157,7 +157,8 @@ def test_a_dead_judge_is_not_a_pass_and_retry_errors_settles_only_what_it_left(t
     assert record["status"] == "finished"
     assert ids(tmp_path / "t" / out.BUGS) == ids(tmp_path / "run" / out.BUGS)
     assert ids(tmp_path / "t" / out.VERDICTS) == ids(tmp_path / "run" / out.VERDICTS)
-    assert judged_again == len(ids(tmp_path / "run" / out.BUGS))  # only the unjudged ones
+    # only the unjudged ones: each its votes, then the median vote's explanation
+    assert judged_again == 2 * len(ids(tmp_path / "run" / out.BUGS))
 
 
 def test_assert_suite_fails_with_the_bug_table_and_passes_within_max_bugs(tmp_path):

@@ -110,6 +110,12 @@ class JudgeScores(BaseModel):
     confident: bool
 
 
+#: The judge's votes write their scores only: the score comes first in the schema, so a
+#: vote's explanation cannot change it, and one explanation, the median vote's, is asked for
+#: afterwards (``judge_answer``).
+SCORE_ONLY = {"explanation": 0}
+
+
 def judge_answer(
     client: ChatClient,
     context: str,
@@ -123,13 +129,20 @@ def judge_answer(
 ) -> tuple[JudgeScores | None, str | None]:
     """Ask the judge (Table II, second row) for ``votes`` scores in one request (``n``); returns
     their median, or the reason there is none (the call failed, or no vote parsed).
-    ``language``: the context's, which the judge's explanation is written in."""
+    ``language``: the context's, which the judge's explanation is written in.
+
+    The votes are asked with an empty explanation (``SCORE_ONLY``); then the vote at the
+    median is asked again, with its own seed and room for its explanation, which its score
+    precedes: the same score, now explained. Where it comes back on the other side of the
+    threshold (a vote that was asked again after a malformed output has another seed), the
+    verdict goes without an explanation. A server that does not bound the explanation (a
+    hosted API without grammars) wrote every vote's, and the median vote's is kept as it is."""
     user = render_prompt(
         "judge.user", context=context, question=question, gold_answer=gold, sut_answer=sut
     )
     system = system_prompt("judge.system", language)
     try:
-        outputs = client.structured(system, user, JudgeVerdict, n=votes)
+        outputs = client.structured(system, user, JudgeVerdict, n=votes, max_length=SCORE_ONLY)
     except LLMCallFailed as error:
         return None, f"llm error: {error}"
     parsed = [v for v in outputs if isinstance(v, JudgeVerdict)]
@@ -137,16 +150,32 @@ def judge_answer(
         why = next(v.error for v in outputs if isinstance(v, Malformed))
         return None, f"malformed judge output: {why}"
     score, middle = median_vote(parsed, judge_threshold)
+    side = consistent_by_judge(score, judge_threshold)
     sides = {consistent_by_judge(v.score, judge_threshold) for v in parsed}
+    explanation = middle.explanation  # a server that ignores the bound wrote it already
+    if not explanation:
+        explained = _explained(client, system, user, outputs.index(middle))
+        if explained is not None and consistent_by_judge(explained.score, judge_threshold) == side:
+            explanation = explained.explanation
     return (
         JudgeScores(
             score=score,
             scores=[v.score for v in parsed],
-            explanation=middle.explanation,
+            explanation=explanation,
             confident=len(sides) == 1,
         ),
         None,
     )
+
+
+def _explained(client: ChatClient, system: str, user: str, vote: int) -> JudgeVerdict | None:
+    """Vote number ``vote`` (its seed) asked again with its explanation; None when that call
+    fails or does not parse."""
+    try:
+        (output,) = client.structured(system, user, JudgeVerdict, seed_offset=vote)
+    except LLMCallFailed:
+        return None
+    return output if isinstance(output, JudgeVerdict) else None
 
 
 def median_vote(votes: list[JudgeVerdict], judge_threshold: int) -> tuple[int, JudgeVerdict]:

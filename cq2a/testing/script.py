@@ -81,8 +81,8 @@ class PipelineScript:
         text = user_text(request)
         gold, sut = field_of(text, "gold_answer"), field_of(text, "sut_answer")
         score = self.judge(gold, sut)
-        if isinstance(score, list):
-            score = score[index % len(score)]
+        if isinstance(score, list):  # vote i of the list is the choice seeded seed + i
+            score = score[((request.seed or 0) + index) % len(score)]
         return {"score": score, "explanation": f"{sut!r} vs {gold!r}: {score}"}
 
     def _sut(self, request: ChatRequest, index: int) -> str:
