@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
-from cq2a.coverage.steering import coverage, coverage_round
+from cq2a.coverage.steering import coverage, coverage_round, cut_back
 from cq2a.graph.state import ContextState
 from cq2a.models.candidates import left_pending
 from cq2a.nodes._events import emit_context_finished
@@ -22,12 +22,23 @@ def cover(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     plan = next(p for p in state.get("plans", []) if p.id == passage.id)
     answers, candidates = state.get("answers", []), state.get("candidates", [])
     reached = coverage(candidates, plan.sentence_spans)
-    more = coverage_round(plan, answers, candidates, coverage_limits(runtime.context))
+    limits = coverage_limits(runtime.context)
+    more = coverage_round(plan, answers, candidates, limits)
     if not more:
         emit_context_finished(passage.id, answers, candidates, coverage=reached)
         return {"finished": [passage.id], "candidates": left_pending(candidates)}
-    emit("coverage_round", context_id=passage.id, coverage=reached, answers=[a.id for a in more])
-    next_plan = plan.model_copy(update={"coverage_rounds": plan.coverage_rounds + 1})
+    # the kinds this round gave no places to, however far below their share (kept in the plan)
+    stopped = {str(kind): why for kind, why in cut_back(limits.mix, candidates).items()}
+    emit(
+        "coverage_round",
+        context_id=passage.id,
+        coverage=reached,
+        answers=[a.id for a in more],
+        cut_back=stopped,
+    )
+    next_plan = plan.model_copy(
+        update={"coverage_rounds": plan.coverage_rounds + 1, "cut_back": plan.cut_back | stopped}
+    )
     return {"answers": more, "plans": [next_plan], "rounds": 0, "settled": False}
 
 

@@ -137,6 +137,34 @@ def test_a_coverage_round_reaches_the_sentences_the_first_round_left(server) -> 
     assert plan.coverage_rounds == 1 and len(plan.sentence_spans) == 4
 
 
+def test_a_kind_that_yields_nothing_gives_its_coverage_slots_to_the_kinds_that_do(
+    spacy_parser,
+) -> None:
+    GOLD.clear()
+    release_services()
+    with ScriptedLLMServer() as scripted:
+        for kind in ("entity", "unanswerable"):
+            scripted.rules.on(marker(f"{kind}_questions.system"), write_questions)
+        scripted.rules.on(marker("reask.system"), reask)
+        scripted.rules.on(marker("reask_abstain.system"), "Normandy")  # never abstains
+        scripted.rules.on(marker("judge.system"), {"score": 0, "explanation": "differs"})
+        result = run(
+            scripted, question_mix="entity=0.5,unanswerable=0.5", answers_per_context=4,
+            coverage_rounds=1,
+        )  # fmt: skip
+    release_services()
+    answers = result["answers"]
+    first, more = answers[:4], answers[4:]
+    assert sorted(a.kind.question_kind for a in first) == [
+        "entity", "entity", "unanswerable", "unanswerable"
+    ]  # fmt: skip
+    # both unanswerable slots were rejected: the round's two places go to entity answers,
+    # though the unanswerable kind lags its share most
+    assert [a.kind.question_kind for a in more] == ["entity", "entity"]
+    plan = result["plans"][0]
+    assert plan.cut_back == {"unanswerable": "2 of its slots rejected, none accepted"}
+
+
 def test_unanswerable_votes_use_the_abstaining_prompt(server) -> None:
     result = run(server, question_mix="unanswerable=1", answers_per_context=1)
     (candidate,) = result["candidates"]

@@ -26,7 +26,7 @@ from cq2a.coverage.diversity import (
     suite_figures,
     suite_part,
 )
-from cq2a.coverage.steering import coverage, next_answers
+from cq2a.coverage.steering import coverage, cut_back, next_answers
 from cq2a.language.answers import canonical_abstention, is_abstention
 from cq2a.language.parsing import lemmatizer
 from cq2a.models.mix import allocate, lagging, mix_report, parse_mix
@@ -234,6 +234,12 @@ def _accepted(answer: Answer) -> Candidate:
                      attempts=[attempt], status="accepted", next_step="done")  # fmt: skip
 
 
+def _rejected(answer: Answer, slot: int = 0) -> Candidate:
+    attempt = Attempt(number=2, question="q", explanation="e", reasons=[RejectReason.INCONSISTENT])
+    return Candidate(id=f"{answer.id}:q{slot}", context_id="c", answer=answer, slot=slot,
+                     attempts=[attempt], status="rejected", next_step="done")  # fmt: skip
+
+
 def test_first_answers_follow_the_mix_and_fill_gaps() -> None:
     pool = [_answer(n, AnswerKind.NAMED_ENTITY, n % 3) for n in range(6)]
     pool += [_answer(10, AnswerKind.YES_NO, 0)]
@@ -259,6 +265,32 @@ def test_next_answers_reach_uncovered_sentences_and_lagging_kinds() -> None:
     one_more = next_answers(pool, [*active, *picked], candidates, mix={"entity": 1.0},
                             spans=spans, count=2)  # fmt: skip
     assert [a.id for a in one_more] == ["c:1"]  # covered, but all that is left
+
+
+def test_a_kind_whose_slots_all_failed_takes_no_more_slots_in_its_context() -> None:
+    spans = [(0, 9), (10, 19), (20, 29)]
+    entities = [_answer(n, AnswerKind.NAMED_ENTITY, n % 3) for n in range(4)]
+    unanswerable = [_answer(n, AnswerKind.UNANSWERABLE, n % 3) for n in range(10, 14)]
+    yes_no = _answer(20, AnswerKind.YES_NO, 1)
+    pool = [*entities, *unanswerable, yes_no]
+    active = [entities[0], unanswerable[0], yes_no]
+    mix = {"entity": 0.4, "yesno": 0.2, "unanswerable": 0.4}
+    # one unanswerable slot rejected: too soon to tell, and the kind lags most, so it leads
+    candidates = [_accepted(entities[0]), _rejected(unanswerable[0])]
+    assert cut_back(mix, candidates) == {}
+    picked = next_answers(pool, active, candidates, mix=mix, spans=spans, count=2)
+    assert picked[0].kind is AnswerKind.UNANSWERABLE
+    # two rejected and none accepted: its places go to the kinds that yield, by the mix
+    candidates.append(_rejected(unanswerable[0], slot=1))
+    assert cut_back(mix, candidates) == {"unanswerable": "2 of its slots rejected, none accepted"}
+    picked = next_answers(pool, active, candidates, mix=mix, spans=spans, count=3)
+    assert AnswerKind.UNANSWERABLE not in {a.kind for a in picked} and len(picked) == 3
+    # a pending yes/no slot is not settled: the kind is not judged on it
+    pending = _rejected(yes_no).model_copy(update={"status": "pending", "next_step": "reask"})
+    assert "yesno" not in cut_back(mix, [*candidates, pending, _rejected(yes_no, 1)])
+    # every kind cut back: the context is done
+    failed = [_rejected(a, slot) for a in active for slot in (0, 1)]
+    assert next_answers(pool, active, failed, mix=mix, spans=spans, count=3) == []
 
 
 def test_diversity_of_a_suite() -> None:

@@ -68,6 +68,7 @@ class ResultTally:
     relations_failed: int = 0
     candidate_errors: int = 0
     triples_dropped: Counter[str] = field(default_factory=Counter)
+    kinds_cut_back: Counter[str] = field(default_factory=Counter)
     rejection_reasons: Counter[str] = field(default_factory=Counter)
     rejected: int = 0
     accepted_by_kind: Counter[str] = field(default_factory=Counter)
@@ -89,6 +90,7 @@ class ResultTally:
         self.relations_failed += sum(s.reason == "llm_error" for s in skips)
         self.candidate_errors += sum(c.error is not None for c in candidates)
         self.triples_dropped.update(r for plan in plans for r in plan.dropped_triples)
+        self.kinds_cut_back.update(kind for plan in plans for kind in plan.cut_back)
         self.rejection_reasons.update(r.value for c in rejected for r in c.reasons)
         self.accepted_by_kind.update(case.kind.value for case in cases)
         self.accepted_by_question_kind.update(case.kind.question_kind for case in cases)
@@ -105,6 +107,7 @@ class ResultTally:
             "pending": self.pending,
             "relations_failed": self.relations_failed,
             "triples_dropped": dict(self.triples_dropped),
+            "kinds_cut_back": dict(self.kinds_cut_back),
             "llm_errors": self.candidate_errors + self.relations_failed,
             "rejection_reasons": dict(self.rejection_reasons),
             "accepted_by_kind": dict(self.accepted_by_kind),

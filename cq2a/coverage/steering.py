@@ -64,6 +64,27 @@ def places_by_deficit(mix: Mix, accepted: Sequence[QuestionKind], count: int) ->
     return places
 
 
+#: A kind stops taking slots in a context once this many of its slots there have settled
+#: without a test and none has given one (``cut_back``).
+CUT_BACK_AFTER = 2
+
+
+def cut_back(mix: Mix, candidates: Sequence[Candidate]) -> dict[QuestionKind, str]:
+    """The kinds of the mix that take no more slots in this context, each with why: at least
+    ``CUT_BACK_AFTER`` of its slots rejected after all their attempts, and none accepted. A
+    place ``places_by_deficit`` would give such a kind (the furthest below its share, since it
+    yields nothing) goes to the kinds that yield; the mix still decides among those."""
+    settled: dict[QuestionKind, list[str]] = {}
+    for candidate in candidates:
+        if candidate.status != "pending":
+            settled.setdefault(candidate.answer.kind.question_kind, []).append(candidate.status)
+    return {
+        kind: f"{len(statuses)} of its slots rejected, none accepted"
+        for kind, statuses in settled.items()
+        if kind in mix and "accepted" not in statuses and len(statuses) >= CUT_BACK_AFTER
+    }
+
+
 def next_answers(
     pool: Sequence[Answer],
     active: Sequence[Answer],
@@ -74,9 +95,14 @@ def next_answers(
     count: int,
 ) -> list[Answer]:
     """Up to ``count`` answers for one more round: each place goes to the kind whose accepted
-    share lags the mix most (``places_by_deficit``); within a kind, answers in sentences no
-    accepted test covers yet come first, each pick marking its sentences covered. A place of a
-    kind with no answer left goes to the next kind that has one."""
+    share lags the mix most (``places_by_deficit``) among the kinds not cut back
+    (``cut_back``); within a kind, answers in sentences no accepted test covers yet come first,
+    each pick marking its sentences covered. A place of a kind with no answer left goes to the
+    next kind that has one. Empty when every kind of the mix is cut back."""
+    stopped = cut_back(mix, candidates)
+    mix = {kind: share for kind, share in mix.items() if kind not in stopped}
+    if not mix:
+        return []
     taken = {a.id for a in active}
     left = [a for a in pool if a.id not in taken]
     uncovered = set(range(len(spans))) - covered_sentences(candidates, spans)

@@ -452,6 +452,11 @@ class ContextPlan(BaseModel):
     dropped_triples: list[str] = Field(
         default_factory=list, description="Why each proposed relation triple was dropped (III-A2)."
     )
+    cut_back: dict[str, str] = Field(
+        default_factory=dict,
+        description="Question kinds that took no more slots in the coverage rounds, and why "
+        "(cq2a.coverage.steering.cut_back).",
+    )
 
 
 class Skip(BaseModel):

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from cq2a.coverage.diversity import SuiteFigures
+from cq2a.coverage.steering import CUT_BACK_AFTER
 from cq2a.models.bugs import BugRecord
 from cq2a.models.records import BugCause
 from cq2a.reporting import paging
@@ -80,6 +81,9 @@ class Page(BaseModel):
     bug_causes: list[CauseBar]
     cause_bar_width: int = CAUSE_BAR_WIDTH
     suite: SuiteFigures | None
+    #: Question kinds that stopped taking slots, and in how many contexts (run.json counts).
+    cut_back: dict[str, int]
+    cut_back_after: int = CUT_BACK_AFTER
     contexts: Contexts
     span_kinds: list[str]
     bugs_cut: Cut
@@ -164,6 +168,7 @@ def build_page(data: RunData, labels: dict[str, Any] | None, name: str) -> Page:
         bug_kinds=sorted({row.bug.kind.value for row in shown_bugs}),
         bug_causes=cause_bars(data.bugs),
         suite=shown_suite(figures),
+        cut_back=(data.run.get("counts") or {}).get("kinds_cut_back") or {},
         contexts=found,
         span_kinds=SPAN_KINDS,
         bugs_cut=paging.cut("bugs", len(shown_bugs), len(data.bugs), CSV_BUGS, filtered=True),

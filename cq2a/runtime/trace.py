@@ -78,6 +78,8 @@ class TraceEvent(BaseModel):
     tokens: int | None = None
     coverage: float | None = None
     answers: list[str] | None = None
+    #: A coverage round's kinds that take no more slots in the context, and why.
+    cut_back: dict[str, str] | None = None
     worker: int | None = None
     chunk: int | None = None
 
