@@ -309,3 +309,36 @@ def test_local_server_is_started_through_the_orphan_guard(tmp_path):
     command = slotted.command()
     assert command[command.index("--parallel") + 1] == "3"
     assert command[command.index("--ctx-size") + 1] == str(3 * 4096)
+
+
+@pytest.mark.model
+@needs_server
+def test_the_server_keeps_a_bounded_list_and_says_what_its_prompt_cache_saved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(local_server.EXTERNAL_URL_ENV, raising=False)
+    local_server.stop_local_servers()
+    before = local_server.local_server_counters()
+    server = local_server.get_local_server("smollm2-135m-instruct", slots=1)
+    try:
+        spec = LLMSpec(model="smollm2-135m-instruct", max_tokens=96)
+        client = ChatClient(
+            spec, Settings(cache_path="off"), endpoint=Endpoint(server.base_url, server.slots)
+        )
+
+        class Colours(BaseModel):
+            names: list[str]
+
+        asked = "Reply in JSON. " * 20  # a long shared prefix
+        for seed in range(2):
+            (result,) = client.structured(
+                asked, "Name five colours.", Colours, seed_offset=seed, max_items=1
+            )
+            assert isinstance(result, Colours) and len(result.names) <= 1, result
+        used = local_server.prompt_cache_use(before)["smollm2-135m-instruct"]
+        # the second request found the first one's prompt in the slot
+        assert used["prompt_tokens"] > 0 and used["prompt_tokens_cached"] > 0
+        assert 0 < used["cache_hit_rate"] < 1 and used["tokens_predicted"] > 0
+        assert used["shared"] is False
+    finally:
+        local_server.stop_local_servers()

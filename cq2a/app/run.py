@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cq2a.adapters.llm.local_server import local_server_counters, prompt_cache_use
 from cq2a.adapters.llm.usage import Usage
 from cq2a.app.backend import Backend, open_engine
 from cq2a.app.checkpoint import check_resumable
@@ -78,10 +79,13 @@ def run_pipeline(
         engine.store.set_meta(RUN_ID, plan.run_id)
         # a resumed run's cap covers what it spent before
         spent = most_spent(engine.spent(), recorded_spend(plan.run_dir)) if resume else None
+        servers_before = local_server_counters()
         outcome = engine.run(spent_before=spent, on_event=on_event)
         metered = metered_spend(plan)  # read before the release drops the meter
         release_services(plan.run_id)
-        return write_run(plan, outcome, engine, estimate, backend, metered)
+        return write_run(
+            plan, outcome, engine, estimate, backend, metered, prompt_cache_use(servers_before)
+        )
 
 
 def open_run_dir(
@@ -146,9 +150,11 @@ def write_run(
     estimate: dict[str, Any] | None,
     backend: Backend | None = None,
     metered: Usage | None = None,
+    local_servers: dict[str, dict[str, Any]] | None = None,
 ) -> RunSummary:
-    """Write the results and run.json from what the engine's store holds and what the
-    spending meter counted (``metered``); the run's summary."""
+    """Write the results and run.json from what the engine's store holds, what the spending
+    meter counted (``metered``) and what the local llama.cpp servers processed and found in
+    their prompt caches (``local_servers``, ``prompt_cache_use``); the run's summary."""
     results = ResultFiles(plan.run_dir)
     values = engine.values()
     finished = len(values["finished"])
@@ -168,6 +174,8 @@ def write_run(
         record["backend"] = backend.public()
     if estimate is not None:
         record["estimate"] = estimate_error(estimate, usage.total_tokens)
+    if local_servers:
+        record["local_servers"] = local_servers
     results.write_record(record)
     return RunSummary(
         run_dir=str(plan.run_dir),

@@ -300,6 +300,74 @@ class LocalLLMServer:
 
 _servers: dict[str, LocalLLMServer] = {}
 _servers_lock = threading.Lock()
+#: Each registered server's counters when this process first used it.
+_first_counters: dict[str, dict[str, float]] = {}
+
+#: The token counters of a llama.cpp server's ``/metrics`` (Prometheus text, ``llamacpp:``)
+#: that say what its prompt cache saved: prompt tokens processed, prompt tokens reused from a
+#: slot's or the host's prompt cache, tokens generated, and the seconds spent on each.
+COUNTERS = (
+    "prompt_tokens_total",
+    "prompt_tokens_cached_total",
+    "tokens_predicted_total",
+    "prompt_seconds_total",
+    "tokens_predicted_seconds_total",
+)
+
+
+def server_counters(base_url: str, timeout_s: float = 5.0) -> dict[str, float] | None:
+    """The ``COUNTERS`` of the llama.cpp server at ``base_url`` (ending in ``/v1``); None when
+    it does not serve ``/metrics`` (not llama.cpp, started without ``--metrics``, or down)."""
+    try:
+        url = f"{base_url.removesuffix('/v1')}/metrics"
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            text = response.read().decode()
+    except (OSError, ValueError):
+        return None
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.removeprefix("llamacpp:").partition(" ")
+        if name in COUNTERS and not line.startswith("#"):
+            try:
+                found[name] = float(value)
+            except ValueError:
+                continue
+    return found or None
+
+
+def local_server_counters() -> dict[str, dict[str, float]]:
+    """The ``COUNTERS`` of every server this process uses now, by model."""
+    with _servers_lock:
+        servers = dict(_servers)
+    counted = {model: server_counters(server.base_url) for model, server in servers.items()}
+    return {model: counters for model, counters in counted.items() if counters is not None}
+
+
+def prompt_cache_use(before: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
+    """What each local server this process used did since ``before`` (``local_server_counters``
+    then; a server first used since counts from its first use): prompt tokens processed and
+    reused from its cache, the hit rate ``cached / (processed + cached)``, tokens generated,
+    and whether the server is shared (attached with ``CQ2A_LOCAL_LLM_URL``: its counters
+    include other processes' requests)."""
+    with _servers_lock:
+        servers = dict(_servers)
+    used: dict[str, dict[str, Any]] = {}
+    for model, now in local_server_counters().items():
+        start = before.get(model) or _first_counters.get(model) or {}
+        spent = {name: now.get(name, 0.0) - start.get(name, 0.0) for name in COUNTERS}
+        processed, cached = spent["prompt_tokens_total"], spent["prompt_tokens_cached_total"]
+        used[model] = {
+            "prompt_tokens": int(processed),
+            "prompt_tokens_cached": int(cached),
+            "cache_hit_rate": round(cached / (processed + cached), 4)
+            if processed + cached
+            else None,
+            "tokens_predicted": int(spent["tokens_predicted_total"]),
+            "prompt_seconds": round(spent["prompt_seconds_total"], 1),
+            "predicted_seconds": round(spent["tokens_predicted_seconds_total"], 1),
+            "shared": servers[model].external_url is not None,
+        }
+    return used
 
 
 def find_external_server(model: str) -> LocalLLMServer | None:
@@ -329,6 +397,7 @@ def get_local_server(
                 path, alias=model_alias(model), n_ctx=n_ctx, slots=slots
             ).start()
         _servers[model] = server
+        _first_counters[model] = server_counters(server.base_url) or {}
         return server
 
 
