@@ -37,7 +37,12 @@ from cq2a.adapters.llm.catalog import ensure_model
 from cq2a.adapters.llm.choices import forget_n_support
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.endpoint import Endpoint
-from cq2a.adapters.llm.local_server import LocalLLMServer, model_alias, server_binary
+from cq2a.adapters.llm.local_server import (
+    LocalLLMServer,
+    model_alias,
+    server_binary,
+    server_counters,
+)
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.adapters.llm.usage import Usage, tally_usage
 from cq2a.generation.questions import GeneratedQuestions, blank_out
@@ -112,17 +117,11 @@ def send(client: ChatClient, item: tuple[str, str, str, str], votes: int) -> Usa
 
 
 def metrics(server: LocalLLMServer) -> dict[str, float]:
-    """The server's token counters (Prometheus text at ``/metrics``)."""
-    import urllib.request
-
-    root = server.base_url.removesuffix("/v1")
-    with urllib.request.urlopen(f"{root}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    found = {}
-    for name in METRICS:
-        match = re.search(rf"^llamacpp:{name}\s+([0-9.eE+-]+)", text, re.MULTILINE)
-        found[name] = float(match.group(1)) if match else 0.0
-    return found
+    """The server's token counters (``local_server.server_counters``, from its ``/metrics``)."""
+    found = server_counters(server.base_url)
+    if found is None:
+        raise RuntimeError(f"the server at {server.base_url} serves no /metrics")
+    return {name: found.get(name, 0.0) for name in METRICS}
 
 
 def client_for(server: LocalLLMServer, model: str, slots: int, seed: int) -> ChatClient:

@@ -337,10 +337,17 @@ def server_counters(base_url: str, timeout_s: float = 5.0) -> dict[str, float] |
 
 def local_server_counters() -> dict[str, dict[str, float]]:
     """The ``COUNTERS`` of every server this process uses now, by model."""
+    return {model: counters for model, (_, counters) in _counted_servers().items()}
+
+
+def _counted_servers() -> dict[str, tuple[LocalLLMServer, dict[str, float]]]:
+    """Every server this process uses that serves ``/metrics``, with its counters now."""
     with _servers_lock:
         servers = dict(_servers)
-    counted = {model: server_counters(server.base_url) for model, server in servers.items()}
-    return {model: counters for model, counters in counted.items() if counters is not None}
+    counted = {
+        model: (server, server_counters(server.base_url)) for model, server in servers.items()
+    }
+    return {model: (server, c) for model, (server, c) in counted.items() if c is not None}
 
 
 def prompt_cache_use(before: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
@@ -349,10 +356,8 @@ def prompt_cache_use(before: dict[str, dict[str, float]]) -> dict[str, dict[str,
     reused from its cache, the hit rate ``cached / (processed + cached)``, tokens generated,
     and whether the server is shared (attached with ``CQ2A_LOCAL_LLM_URL``: its counters
     include other processes' requests)."""
-    with _servers_lock:
-        servers = dict(_servers)
     used: dict[str, dict[str, Any]] = {}
-    for model, now in local_server_counters().items():
+    for model, (server, now) in _counted_servers().items():
         start = before.get(model) or _first_counters.get(model) or {}
         spent = {name: now.get(name, 0.0) - start.get(name, 0.0) for name in COUNTERS}
         processed, cached = spent["prompt_tokens_total"], spent["prompt_tokens_cached_total"]
@@ -365,7 +370,7 @@ def prompt_cache_use(before: dict[str, dict[str, float]]) -> dict[str, dict[str,
             "tokens_predicted": int(spent["tokens_predicted_total"]),
             "prompt_seconds": round(spent["prompt_seconds_total"], 1),
             "predicted_seconds": round(spent["tokens_predicted_seconds_total"], 1),
-            "shared": servers[model].external_url is not None,
+            "shared": server.external_url is not None,
         }
     return used
 

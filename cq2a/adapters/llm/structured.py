@@ -33,34 +33,29 @@ def response_format_for(
     model asked for one question writes one, not two of which one is thrown away;
     ``max_length``: the most characters of some of its string properties, by name."""
     json_schema = schema.model_json_schema()
-    if max_items is not None:
-        json_schema = bounded_lists(json_schema, max_items)
-    if max_length:
-        json_schema = bounded_strings(json_schema, max_length)
+    if max_items is not None or max_length:
+        json_schema = bounded(json_schema, max_items, max_length or {})
     return {
         "type": "json_schema",
         "json_schema": {"name": schema.__name__, "schema": json_schema, "strict": False},
     }
 
 
-def bounded_lists(json_schema: dict[str, Any], max_items: int) -> dict[str, Any]:
-    """``json_schema`` with ``maxItems`` on each of its top-level list properties."""
-    properties = {
-        name: {**prop, "maxItems": max_items} if prop.get("type") == "array" else prop
-        for name, prop in json_schema.get("properties", {}).items()
-    }
-    return {**json_schema, "properties": properties}
+def bounded(
+    json_schema: dict[str, Any], max_items: int | None, max_length: Mapping[str, int]
+) -> dict[str, Any]:
+    """``json_schema`` with ``maxItems`` on each of its top-level list properties and
+    ``maxLength`` on the top-level string properties ``max_length`` names."""
 
+    def bound(name: str, prop: dict[str, Any]) -> dict[str, Any]:
+        if prop.get("type") == "array" and max_items is not None:
+            return {**prop, "maxItems": max_items}
+        if prop.get("type") == "string" and name in max_length:
+            return {**prop, "maxLength": max_length[name]}
+        return prop
 
-def bounded_strings(json_schema: dict[str, Any], max_length: Mapping[str, int]) -> dict[str, Any]:
-    """``json_schema`` with ``maxLength`` on the top-level string properties named."""
-    properties = {
-        name: {**prop, "maxLength": max_length[name]}
-        if name in max_length and prop.get("type") == "string"
-        else prop
-        for name, prop in json_schema.get("properties", {}).items()
-    }
-    return {**json_schema, "properties": properties}
+    properties = json_schema.get("properties", {})
+    return {**json_schema, "properties": {name: bound(name, p) for name, p in properties.items()}}
 
 
 def parse_structured(text: str, schema: type[T]) -> T | Malformed:
