@@ -413,6 +413,7 @@ def measure(
     unanswerable: int = 0,
     part: Part = "all",
     only: QuestionType | None = None,
+    oracle_only: bool = False,
 ) -> dict[str, Any]:
     """The figures for every question type in the sample: ``span`` (SQuAD, NarrativeQA),
     ``yesno`` (BoolQ; the negative is the other label) and ``unanswerable`` (SQuAD 2.0's
@@ -420,7 +421,8 @@ def measure(
     question of the sample given the gold ``unanswerable``, and the oracle's alternate is an
     abstention, its wrong answer a span). The top-level figures are the span questions', or
     the only type sampled. ``only`` measures the filters of that type alone (the span questions
-    of an ``unanswerable`` run are then only its negatives), with no oracle."""
+    of an ``unanswerable`` run are then only its negatives), with no oracle; ``oracle_only``
+    the oracle alone, with no filter (its figures are then null)."""
     started = time.perf_counter()
     MAJORITY.clear()
     release_services()
@@ -431,7 +433,7 @@ def measure(
     negatives: dict[int, dict[str, bool]] = {}
     spans = [i for i, item in enumerate(items) if item.type == "span"]
     for number, item in enumerate(items):
-        if only and item.type != only:
+        if (only and item.type != only) or oracle_only:
             continue
         outcomes[number] = filter_outcome(services, item, item.answers[0])
         if item.mismatched:
@@ -440,7 +442,7 @@ def measure(
     asked_unanswerable = any(item.type == "unanswerable" for item in items)
     answerable_negatives = [
         filter_outcome(services, items[i], UNANSWERABLE, type="unanswerable")
-        for i in (spans if asked_unanswerable else [])
+        for i in (spans if asked_unanswerable and not oracle_only else [])
     ]
     oracle_cases: dict[str, list[tuple[HumanQuestion, str, str]]] = {}
     for item in items:
@@ -476,11 +478,11 @@ def measure(
             negative = answerable_negatives
         by_type[kind] = type_figures(
             [items[i] for i in chosen],
-            [outcomes[i] for i in chosen],
+            [outcomes[i] for i in chosen if i in outcomes],
             negative,
             bugs.get(f"{kind}:alt", []),
             bugs.get(f"{kind}:wrong", []),
-            silent=[(outcomes[i], negatives[i]) for i in silent],
+            silent=[(outcomes[i], negatives[i]) for i in silent if i in outcomes],
         )
     main_type = "span" if "span" in by_type else next(iter(by_type))
     figures: dict[str, Any] = {
@@ -609,6 +611,9 @@ def main(argv: list[str] | None = None) -> None:
         help="the filters of one question type alone, no oracle",
     )
     parser.add_argument(
+        "--oracle-only", action="store_true", help="the oracle alone, no filter (no re-asks)"
+    )
+    parser.add_argument(
         "--language",
         default="en",
         help="the sample's language (fr: the PIAF sample, with French parsing, embedder, prompts)",
@@ -630,6 +635,7 @@ def main(argv: list[str] | None = None) -> None:
         unanswerable=args.unanswerable,
         part=args.part,
         only=args.only,
+        oracle_only=args.oracle_only,
     )
     emit(figures, json.dumps(figures, indent=2), args.json)
 
