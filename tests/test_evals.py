@@ -141,6 +141,26 @@ def test_validity_harness_on_human_questions_against_the_scripted_server(tmp_pat
         assert key in figures
 
 
+def test_validity_oracle_only_asks_no_question_again():
+    """``oracle_only``: the oracle's figures as in a whole run, and no re-ask at all."""
+    from cq2a.language.answers import answer_tokens
+    from cq2a.testing.script import PipelineScript
+
+    asked: list[str] = []
+
+    def votes(question: str) -> list[str]:
+        asked.append(question)
+        return ["nothing at all"] * 5
+
+    def judge(gold: str, sut: str) -> int:
+        return 95 if set(answer_tokens(gold)) & set(answer_tokens(sut)) else 5
+
+    script = PipelineScript(questions=lambda answer, feedback: [], votes=votes, judge=judge)
+    figures = scripted_validity(script, recall.SHIPPED, 2, 3, seed=1, oracle_only=True)
+    assert asked == [] and figures["filter.human_accepted"] is None
+    assert figures["oracle.wrong_pairs"] > 0 and figures["oracle.wrong_is_bug"] == 1.0
+
+
 def test_validity_harness_on_yes_no_and_unanswerable_human_questions(tmp_path):
     """BoolQ-style yes/no questions and SQuAD 2.0-style impossible ones: a re-asker that gives
     each its human answer (and abstains on the impossible ones) must have them accepted, the
@@ -336,3 +356,47 @@ def test_a_silent_yes_no_question_is_asked_with_both_labels_as_wrong_golds(tmp_p
     assert len(items) == 8
     assert all(i.type == "yesno" and i.silent for i in items)
     assert {(i.answers[0], i.mismatched) for i in items} == {("no", "yes")}
+
+
+def test_shared_prefix_layout_puts_the_passage_before_the_stage_instructions():
+    from evals.prompt_layout import SHARED, laid_out, unbounded_cache_tokens
+
+    system, user = "Grade it.", "Context: The Normans came.\n\nQuestion: Who came?"
+    assert laid_out(system, user, "as-sent")[0]["content"] == system
+    shared = laid_out(system, user, "shared-prefix")
+    assert shared[0]["content"] == f"{SHARED}\n\nPassage: The Normans came."
+    assert shared[1]["content"] == "Grade it.\n\nQuestion: Who came?"
+    # a prompt without a passage line is sent as it was
+    assert laid_out(system, "Write it.", "shared-prefix")[1]["content"] == "Write it."
+    # an unbounded cache processes a repeated prompt once, and a new suffix only
+    one = laid_out(system, user, "as-sent")
+    two = laid_out(system, user.replace("Who", "Whom"), "as-sent")
+    alone = unbounded_cache_tokens([one])
+    assert unbounded_cache_tokens([one, one]) == alone
+    assert alone < unbounded_cache_tokens([one, two]) < 2 * alone
+
+
+def test_side_by_side_counts_only_labelled_outputs_as_valid():
+    from evals.side_by_side import spent, with_labels
+
+    before = {"prompt_tokens_total": 10.0, "prompt_tokens_cached_total": 0.0}
+    after = {"prompt_tokens_total": 110.0, "prompt_tokens_cached_total": 300.0}
+    used = spent(before | {"tokens_predicted_total": 0.0}, after | {"tokens_predicted_total": 50.0})
+    assert used == {
+        "prompt_tokens": 100,
+        "prompt_tokens_cached": 300,
+        "tokens_predicted": 50,
+        "tokens": 150,
+        "cache_hit_rate": 0.75,
+    }
+    outputs = [{"question": q} for q in ("a?", "b?", "c?")]
+    labels = {"a?": {"valid": True}, "b?": {"valid": False}}
+    figures = with_labels({"seconds": 30.0, "tokens": 150}, outputs, labels)
+    assert figures == {
+        "read": 2,
+        "unread": 1,
+        "valid": 1,
+        "seconds_per_valid": 30.0,
+        "tokens_per_valid": 150,
+    }
+    assert with_labels({"seconds": 30.0, "tokens": 150}, outputs, {})["valid"] == 0
