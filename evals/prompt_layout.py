@@ -30,7 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from cq2a.adapters.llm.catalog import ensure_model
-from cq2a.adapters.llm.local_server import LocalLLMServer, model_alias, server_counters
+from cq2a.adapters.llm.local_server import (
+    LocalLLMServer,
+    counters_spent,
+    model_alias,
+    server_counters,
+)
 from cq2a.settings import DEFAULT_LOCAL_MODEL, LOCAL_CONTEXT_WINDOW, Settings
 from evals.runs import emit, table
 
@@ -106,17 +111,9 @@ def replay(prompts: list[Messages], concurrency: int, slots: int) -> dict[str, A
         with ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(send, prompts))
         seconds = time.monotonic() - started
-        after = server_counters(server.base_url) or {}
-    processed = after["prompt_tokens_total"] - before.get("prompt_tokens_total", 0.0)
-    cached = after["prompt_tokens_cached_total"] - before.get("prompt_tokens_cached_total", 0.0)
-    prompt_s = after["prompt_seconds_total"] - before.get("prompt_seconds_total", 0.0)
-    return {
-        "prompt_tokens": int(processed),
-        "prompt_tokens_cached": int(cached),
-        "cache_hit_rate": round(cached / (processed + cached), 4),
-        "prompt_seconds": round(prompt_s, 1),
-        "wall_seconds": round(seconds, 1),
-    }
+        used = counters_spent(before, server_counters(server.base_url) or {})
+    kept = ("prompt_tokens", "prompt_tokens_cached", "cache_hit_rate", "prompt_seconds")
+    return {name: used[name] for name in kept} | {"wall_seconds": round(seconds, 1)}
 
 
 def main() -> None:

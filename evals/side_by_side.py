@@ -35,6 +35,7 @@ from typing import Any
 
 from cq2a.adapters.llm.local_server import (
     EXTERNAL_URL_ENV,
+    counters_spent,
     get_local_server,
     server_counters,
     stop_local_servers,
@@ -48,20 +49,6 @@ REPO = Path(__file__).resolve().parents[1]
 PEERS = {"deepeval": REPO / "evals" / "peers" / "deepeval_synthesizer.py"}
 
 
-def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
-    """What a server did between two reads of its counters."""
-    processed = after["prompt_tokens_total"] - before["prompt_tokens_total"]
-    cached = after["prompt_tokens_cached_total"] - before["prompt_tokens_cached_total"]
-    predicted = after["tokens_predicted_total"] - before["tokens_predicted_total"]
-    return {
-        "prompt_tokens": int(processed),
-        "prompt_tokens_cached": int(cached),
-        "tokens_predicted": int(predicted),
-        "tokens": int(processed + predicted),
-        "cache_hit_rate": round(cached / (processed + cached), 4) if processed + cached else None,
-    }
-
-
 def timed(command: list[str], base_url: str, env: dict[str, str], log: Path) -> dict[str, Any]:
     """Run ``command`` to its end; its wall time and what the server did meanwhile."""
     before = server_counters(base_url)
@@ -73,7 +60,11 @@ def timed(command: list[str], base_url: str, env: dict[str, str], log: Path) -> 
     seconds = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"{command[:3]} exited {done.returncode}; see {log}")
-    return {"seconds": round(seconds, 1)} | spent(before, server_counters(base_url) or before)
+    used = counters_spent(before, server_counters(base_url) or before)
+    return {
+        "seconds": round(seconds, 1),
+        "tokens": used["prompt_tokens"] + used["tokens_predicted"],
+    } | used
 
 
 def cq2a_outputs(run_dir: Path) -> list[dict[str, Any]]:

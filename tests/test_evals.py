@@ -377,17 +377,21 @@ def test_shared_prefix_layout_puts_the_passage_before_the_stage_instructions():
 
 
 def test_side_by_side_counts_only_labelled_outputs_as_valid():
-    from evals.side_by_side import spent, with_labels
+    from cq2a.adapters.llm.local_server import counters_spent
+    from evals.side_by_side import with_labels
 
     before = {"prompt_tokens_total": 10.0, "prompt_tokens_cached_total": 0.0}
     after = {"prompt_tokens_total": 110.0, "prompt_tokens_cached_total": 300.0}
-    used = spent(before | {"tokens_predicted_total": 0.0}, after | {"tokens_predicted_total": 50.0})
+    used = counters_spent(
+        before | {"tokens_predicted_total": 0.0}, after | {"tokens_predicted_total": 50.0}
+    )
     assert used == {
         "prompt_tokens": 100,
         "prompt_tokens_cached": 300,
-        "tokens_predicted": 50,
-        "tokens": 150,
         "cache_hit_rate": 0.75,
+        "tokens_predicted": 50,
+        "prompt_seconds": 0.0,
+        "predicted_seconds": 0.0,
     }
     outputs = [{"question": q} for q in ("a?", "b?", "c?")]
     labels = {"a?": {"valid": True}, "b?": {"valid": False}}

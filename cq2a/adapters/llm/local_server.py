@@ -359,20 +359,24 @@ def prompt_cache_use(before: dict[str, dict[str, float]]) -> dict[str, dict[str,
     used: dict[str, dict[str, Any]] = {}
     for model, (server, now) in _counted_servers().items():
         start = before.get(model) or _first_counters.get(model) or {}
-        spent = {name: now.get(name, 0.0) - start.get(name, 0.0) for name in COUNTERS}
-        processed, cached = spent["prompt_tokens_total"], spent["prompt_tokens_cached_total"]
-        used[model] = {
-            "prompt_tokens": int(processed),
-            "prompt_tokens_cached": int(cached),
-            "cache_hit_rate": round(cached / (processed + cached), 4)
-            if processed + cached
-            else None,
-            "tokens_predicted": int(spent["tokens_predicted_total"]),
-            "prompt_seconds": round(spent["prompt_seconds_total"], 1),
-            "predicted_seconds": round(spent["tokens_predicted_seconds_total"], 1),
-            "shared": server.external_url is not None,
-        }
+        used[model] = counters_spent(start, now) | {"shared": server.external_url is not None}
     return used
+
+
+def counters_spent(start: dict[str, float], now: dict[str, float]) -> dict[str, Any]:
+    """What a server did between two reads of its ``COUNTERS``: prompt tokens processed and
+    reused from its cache, the hit rate ``cached / (processed + cached)``, tokens generated,
+    and the seconds spent on each."""
+    spent = {name: now.get(name, 0.0) - start.get(name, 0.0) for name in COUNTERS}
+    processed, cached = spent["prompt_tokens_total"], spent["prompt_tokens_cached_total"]
+    return {
+        "prompt_tokens": int(processed),
+        "prompt_tokens_cached": int(cached),
+        "cache_hit_rate": round(cached / (processed + cached), 4) if processed + cached else None,
+        "tokens_predicted": int(spent["tokens_predicted_total"]),
+        "prompt_seconds": round(spent["prompt_seconds_total"], 1),
+        "predicted_seconds": round(spent["tokens_predicted_seconds_total"], 1),
+    }
 
 
 def find_external_server(model: str) -> LocalLLMServer | None:
