@@ -106,12 +106,15 @@ def replay(prompts: list[Messages], concurrency: int, slots: int) -> dict[str, A
             with urllib.request.urlopen(request, timeout=600) as response:
                 response.read()
 
-        before = server_counters(server.base_url) or {}
+        before = server_counters(server.base_url)
         started = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(send, prompts))
         seconds = time.monotonic() - started
-        used = counters_spent(before, server_counters(server.base_url) or {})
+        after = server_counters(server.base_url)
+        if before is None or after is None:
+            raise SystemExit(f"{server.base_url} serves no /metrics: its tokens cannot be read")
+        used = counters_spent(before, after)
     kept = ("prompt_tokens", "prompt_tokens_cached", "cache_hit_rate", "prompt_seconds")
     return {name: used[name] for name in kept} | {"wall_seconds": round(seconds, 1)}
 

@@ -60,7 +60,10 @@ def timed(command: list[str], base_url: str, env: dict[str, str], log: Path) -> 
     seconds = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"{command[:3]} exited {done.returncode}; see {log}")
-    used = counters_spent(before, server_counters(base_url) or before)
+    after = server_counters(base_url)
+    if after is None:
+        raise SystemExit(f"{base_url} stopped serving /metrics during {command[:3]}")
+    used = counters_spent(before, after)
     return {
         "seconds": round(seconds, 1),
         "tokens": used["prompt_tokens"] + used["tokens_predicted"],
