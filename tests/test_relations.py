@@ -155,3 +155,58 @@ def test_a_relation_vote_goes_without_the_entities_its_question_names():
         "gave their name to Normandy, a region"
     )
     assert without_entities("Normandy", entities) == "Normandy"
+
+
+def test_an_active_relation_gets_the_template_question(lemmatize):
+    # "What did E1 do to E2?": the passage's "the" before a bare subject is kept
+    proposed = triple(
+        "Normans", "given", "name to Normandy", "The Normans gave their name to Normandy."
+    )
+    (answer,), _ = relation_answers([proposed], "c", GAVE, parse(GAVE), lemmatize)
+    assert answer.triple.template == "What did the Normans do to Normandy?"
+    (paper,), _ = relation_answers(
+        [triple("Lucius Harney", "becomes", "Mr. Royall's boarder")],
+        "c",
+        PAPER,
+        parse(PAPER),
+        lemmatize,
+    )
+    assert paper.triple.template == "What does Lucius Harney do to Mr. Royall's boarder?"
+
+
+def test_a_passive_relation_is_asked_from_its_agent(lemmatize):
+    passive = "The Duchy of Normandy was established by the treaty of Saint-Clair-sur-Epte."
+    asked = "What did the treaty of Saint-Clair-sur-Epte do to the Duchy of Normandy?"
+    for obj in ("the treaty of Saint-Clair-sur-Epte", "by the treaty of Saint-Clair-sur-Epte"):
+        proposed = triple("The Duchy of Normandy", "established", obj)
+        (answer,), dropped = relation_answers([proposed], "c", passive, parse(passive), lemmatize)
+        assert dropped == [] and answer.text.startswith("established")
+        assert answer.triple.template == asked
+
+
+def test_a_relation_the_template_cannot_ask_or_another_language_gets_none(lemmatize):
+    text = "The Normans were descended from Norse raiders and pirates."
+    proposed = triple("The Normans", "descended", "Norse raiders")
+    (answer,), dropped = relation_answers([proposed], "c", text, parse(text), lemmatize)
+    assert dropped == [] and answer.text == "descended from"
+    assert answer.triple.template is None  # a participle with no agent
+    (french,), _ = relation_answers(
+        [triple("Lucius Harney", "becomes", "Mr. Royall's boarder")],
+        "c",
+        PAPER,
+        parse(PAPER),
+        lemmatize,
+        language="fr",
+    )
+    assert french.triple.template is None
+
+
+def test_a_word_glued_to_a_citation_mark_still_heads_its_object(lemmatize):
+    # spaCy reads "ministers.[citation" as one token: "many" still goes with the object
+    text = "In the early years the College trained many Puritan ministers.[citation needed]"
+    proposed = triple("College", "trained", "Puritan ministers")
+    (answer,), dropped = relation_answers([proposed], "c", text, parse(text), lemmatize)
+    assert dropped == []
+    assert answer.text == "trained"
+    assert answer.triple.object == "many Puritan ministers"
+    assert answer.triple.template == "What did the College do to many Puritan ministers?"

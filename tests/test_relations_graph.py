@@ -14,7 +14,8 @@ import pytest
 import cq2a
 from cq2a.app.results import ResultFiles
 from cq2a.graph import build_graph
-from cq2a.models.records import AnswerKind, Context
+from cq2a.models import candidates as accepted
+from cq2a.models.records import AnswerKind, Context, RejectReason
 from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings, SUTSpec
 from cq2a.testing.script import PipelineScript
@@ -62,11 +63,9 @@ def votes(question: str) -> list[str]:
     return ["They gave their name to Normandy.", "gave their name to Normandy", "Rollo"]
 
 
-def test_a_proposed_relation_is_asked_as_the_passages_span_and_accepted(
-    scripted_llm, spacy_parser, tmp_path
-) -> None:
-    PipelineScript(questions=questions, votes=votes, triples=TRIPLES).install(scripted_llm.rules)
-    spec = {"backend": "compatible", "base_url": scripted_llm.base_url, "model": "scripted"}
+def run_relations(server, **limits: int) -> dict[str, Any]:
+    """The compiled graph on PASSAGE with relation questions only, every role scripted."""
+    spec = {"backend": "compatible", "base_url": server.base_url, "model": "scripted"}
     settings = Settings(
         generator=LLMSpec(**spec),
         reasker=LLMSpec(**spec),
@@ -74,14 +73,21 @@ def test_a_proposed_relation_is_asked_as_the_passages_span_and_accepted(
         sut=SUTSpec(kind="callable", model="tests.test_relations_graph:relation_sut"),
         question_mix="relation=1",
         answers_per_context=1,
-        questions_per_relation=1,
         coverage_rounds=0,
         cache_path="off",
         probe_judge=False,
         preflight=False,
         llm_retries=1,
+        **limits,
     )
-    values = build_graph().invoke({"contexts": [PASSAGE]}, context=settings)
+    return build_graph().invoke({"contexts": [PASSAGE]}, context=settings)
+
+
+def test_a_proposed_relation_is_asked_as_the_passages_span_and_accepted(
+    scripted_llm, spacy_parser, tmp_path
+) -> None:
+    PipelineScript(questions=questions, votes=votes, triples=TRIPLES).install(scripted_llm.rules)
+    values = run_relations(scripted_llm, questions_per_relation=1)
 
     (candidate,) = values["candidates"]
     answer = candidate.answer
@@ -97,3 +103,46 @@ def test_a_proposed_relation_is_asked_as_the_passages_span_and_accepted(
     counts = ResultFiles(tmp_path).write([values], values["verdicts"], [PASSAGE], [], 1)
     assert counts["accepted_by_kind"] == {"relation": 1}
     assert counts["triples_dropped"] == {"entity missing from context or explanation": 1}
+
+
+TEMPLATE = "What did the Normans do to Normandy?"
+
+
+def test_a_leaking_relation_question_is_followed_by_the_template_question(
+    scripted_llm, spacy_parser
+) -> None:
+    """Both generated questions name the relation's verb; in the next round one slot is given
+    the template and the other the generator's question written with the feedback."""
+    asked_for: list[bool] = []
+
+    def leaking(triple: str, has_feedback: bool) -> list[dict[str, str]]:
+        asked_for.append(has_feedback)
+        explanation = f"The Normans {SPAN} Normandy. Triple: {triple}."
+        if has_feedback:
+            return [{"question": QUESTION, "explanation": explanation}]
+        leaks = [
+            "Why did the Normans give their name to Normandy, a region in France?",
+            "When did the Normans give their name to Normandy in France?",
+        ]
+        return [{"question": leak, "explanation": explanation} for leak in leaks]
+
+    def template_votes(question: str) -> list[str]:
+        return [SPAN, "gave their name to Normandy", SPAN, "Rollo", SPAN]
+
+    PipelineScript(questions=leaking, votes=template_votes, triples=TRIPLES[:1]).install(
+        scripted_llm.rules
+    )
+    values = run_relations(scripted_llm, questions_per_relation=2, max_attempts=2)
+
+    slots = sorted(values["candidates"], key=lambda c: c.slot)
+    assert slots[0].answer.triple.template == TEMPLATE
+    assert [[a.reasons for a in slot.attempts][0] for slot in slots] == [[RejectReason.LEAK]] * 2
+    assert [a.template for a in slots[0].attempts] == [False, True]
+    assert slots[0].current.question == TEMPLATE and slots[0].status == "accepted"
+    assert slots[1].current.question == QUESTION and not slots[1].current.template
+    assert asked_for == [False, True]  # one generation request for the second slot only
+    cases = accepted.test_cases_of(values["candidates"], {PASSAGE.id: PASSAGE})
+    assert [(case.question, case.template) for case in cases] == [
+        (TEMPLATE, True),
+        (QUESTION, False),
+    ]

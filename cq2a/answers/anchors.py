@@ -135,7 +135,9 @@ def relation_and_object(
     if not reaches_object(sentence, core, verb, obj):
         return core, obj
     gap = [t for t in sentence.tokens if t.start >= core[1] and t.end <= obj[0]]
-    inside = {t.index for t in tokens_within(sentence, obj)}
+    # tokens the object's span touches: a word the tokenizer glued to what follows
+    # ("ministers.[citation") is still the object's head
+    inside = {t.index for t in sentence.tokens if overlaps((t.start, t.end), obj)}
     while gap and gap[-1].head in inside and gap[-1].upos != "ADP":
         inside.add(gap[-1].index)
         obj = gap.pop().start, obj[1]

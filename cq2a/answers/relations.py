@@ -10,7 +10,7 @@ from cq2a.adapters.llm.prompts import render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.answers.anchors import AnchoredTriple, anchor_triple, find_spans
 from cq2a.language.lemmas import Lemmatizer
-from cq2a.language.lexicon import mentions, normalise_space
+from cq2a.language.lexicon import ARTICLES, mentions, normalise_space
 from cq2a.models.records import (
     Answer,
     AnswerKind,
@@ -101,8 +101,81 @@ def triple_rejection(
     return None if isinstance(anchored, AnchoredTriple) else anchored
 
 
+#: What an active finite verb's action is asked with, by its tense.
+DO_BY_TENSE = {"Past": "did", "Pres": "does"}
+
+
+def _do(verb: Token) -> str | None:
+    """ "did", "does" or "do" for a verb the passage writes in the active voice and a finite form
+    ("raided", "pulls out of"); None for a participle, an infinitive or a passive."""
+    if verb.feature("VerbForm") != "Fin" or verb.feature("Voice") == "Pass":
+        return None
+    do = DO_BY_TENSE.get(verb.feature("Tense") or "")
+    if do == "does" and verb.feature("Person") != "3":
+        return "do"
+    return do
+
+
+def _first_token(parsed: ParsedContext, span: tuple[int, int]) -> Token | None:
+    tokens = tokens_in_span(parsed, *span)
+    return tokens[0][1] if tokens else None
+
+
+def _as_named(context: str, span: tuple[int, int], first: Token) -> str:
+    """The entity's words for the middle of a question: a leading article lower-cased, and the
+    passage's "the" before it kept ("the United States")."""
+    text = context[span[0] : span[1]].strip().rstrip(".,;:")
+    if first.upos == "DET":
+        return text[:1].lower() + text[1:]
+    if context[: span[0]].lower().endswith("the "):
+        return f"the {text}"
+    return text
+
+
+def _agent(context: str, span: tuple[int, int], first: Token) -> str | None:
+    """The agent of a passive relation whose object is its "by" phrase ("by the treaty of
+    Saint-Clair-sur-Epte": "the treaty of Saint-Clair-sur-Epte"), else None."""
+    text = context[span[0] : span[1]].strip().rstrip(".,;:")
+    if first.text.lower() != "by" or " " not in text:
+        return None
+    agent = text.split(None, 1)[1]
+    return agent[:1].lower() + agent[1:] if agent.split()[0].lower() in ARTICLES else agent
+
+
+def template_question(anchored: AnchoredTriple, context: str, parsed: ParsedContext) -> str | None:
+    """The question "What did E1 do to E2?" for a triple whose relation the passage writes as an
+    active finite verb with a nominal subject and object (English): "What did Rollo's
+    contingents do to Normandy?" for [Rollo's contingents, raided and ultimately settled,
+    Normandy]; for a past participle whose object is its agent, the agent asks ("What did the
+    treaty of Saint-Clair-sur-Epte do to the Duchy of Normandy?" for [The Duchy of Normandy,
+    established, by the treaty of Saint-Clair-sur-Epte]). None where the template does not
+    read (another preposition before the object, a pronoun)."""
+    subject = _first_token(parsed, anchored.subject)
+    obj = _first_token(parsed, anchored.object)
+    if subject is None or obj is None or "PRON" in (subject.upos, obj.upos):
+        return None
+    named = _as_named(context, anchored.subject, subject)
+    passive = anchored.verb.feature("VerbForm") == "Part" and (
+        anchored.verb.feature("Tense") == "Past"
+    )
+    if obj.upos == "ADP":
+        agent = _agent(context, anchored.object, obj)
+        return f"What did {agent} do to {named}?" if agent and passive else None
+    if passive and context[anchored.relation[0] : anchored.relation[1]].lower().endswith(" by"):
+        return f"What did {_as_named(context, anchored.object, obj)} do to {named}?"
+    do = _do(anchored.verb)
+    if do is None:
+        return None
+    return f"What {do} {named} do to {_as_named(context, anchored.object, obj)}?"
+
+
 def relation_answer(
-    anchored: AnchoredTriple, triple: ProposedTriple, answer_id: str, context_id: str, context: str
+    anchored: AnchoredTriple,
+    triple: ProposedTriple,
+    answer_id: str,
+    context_id: str,
+    context: str,
+    template: str | None = None,
 ) -> Answer:
     """A relation answer: the relation's span as the passage writes it, read in the sentence
     that holds both entities; the triple as the passage writes its three parts."""
@@ -126,6 +199,7 @@ def relation_answer(
             relation=relation,
             object=obj,
             proposed=None if relation == triple.relation.strip() else triple.relation,
+            template=template,
         ),
         explanation=triple.explanation,
         evidence=[Evidence.of_sentence(sentence)],
@@ -138,9 +212,10 @@ def relation_answers(
     context: str,
     parsed: ParsedContext,
     lemmatize: Lemmatizer,
+    language: str = "en",
 ) -> tuple[list[Answer], list[tuple[ProposedTriple, str]]]:
     """Filtered triples as relation answers, and the dropped ones with their reasons. Two
-    triples read as the same spans are one."""
+    triples read as the same spans are one. English triples carry their template question."""
     answers: list[Answer] = []
     dropped: list[tuple[ProposedTriple, str]] = []
     seen: set[tuple[tuple[int, int], ...]] = set()
@@ -155,7 +230,8 @@ def relation_answers(
             continue
         seen.add(key)
         answer_id = f"{context_id}:r{len(answers)}"
-        answers.append(relation_answer(anchored, triple, answer_id, context_id, context))
+        template = template_question(anchored, context, parsed) if language == "en" else None
+        answers.append(relation_answer(anchored, triple, answer_id, context_id, context, template))
     return answers, dropped
 
 
@@ -200,6 +276,6 @@ def extract_relations(
     if isinstance(proposed, Malformed):
         return RelationExtraction(malformed=proposed.error)
     answers, dropped = relation_answers(
-        proposed.triples, context.id, context.context, parsed, lemmatize
+        proposed.triples, context.id, context.context, parsed, lemmatize, context.language or "en"
     )
     return RelationExtraction(answers=answers[:limit], dropped=dropped)

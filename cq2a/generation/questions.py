@@ -198,6 +198,36 @@ def _failure_detail(output: object) -> str:
     return "the model returned fewer questions than asked"
 
 
+def template_attempt(slot: Candidate) -> Candidate:
+    """The slot's next attempt is its relation's template question (``Triple.template``), with
+    the triple as its explanation, as the passage writes it."""
+    triple = slot.answer.triple
+    assert triple is not None and triple.template is not None
+    attempt = Attempt(
+        number=len(slot.attempts) + 1,
+        question=triple.template,
+        explanation=f"The passage says that {triple.subject} {triple.relation} {triple.object}. "
+        f"Triple: {triple.as_text()}.",
+        template=True,
+    )
+    return slot.model_copy(update={"attempts": [*slot.attempts, attempt], "error": None})
+
+
+def takes_template(answer: Answer, slots: list[Candidate], asked: frozenset[str]) -> int | None:
+    """Which waiting slot of a relation answer gets the template question: the first one whose
+    generated question was rejected, while no slot of the answer has been given the template
+    yet (``asked``: every question its slots were given). The 1.5B generator names the
+    relation's verb or drops an entity in most relation questions (evals/README.md); the
+    template asks for the relation without either."""
+    template = answer.triple.template if answer.triple else None
+    if template is None or template in asked:
+        return None
+    for index, slot in enumerate(slots):
+        if slot.attempts and slot.current.rejected:
+            return index
+    return None
+
+
 def generate_questions(
     client: ChatClient,
     answer: Answer,
@@ -205,11 +235,24 @@ def generate_questions(
     slots: list[Candidate],
     seed_offset: int,
     standalone: bool = False,
+    asked: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """One generation request for the slots of one answer (III-B).
+    """One generation request for the slots of one answer (III-B); a relation slot whose
+    question was rejected may get the template instead (``takes_template``).
 
     A failed call spends no attempt: the slots keep the error and are asked for again in the
     next round, or by ``--resume`` / ``--retry-errors``."""
+    templated = takes_template(answer, slots, asked)
+    if templated is not None:
+        assert answer.triple is not None and answer.triple.template is not None
+        rest = [slot for index, slot in enumerate(slots) if index != templated]
+        generated = generate_questions(
+            client, answer, context, rest, seed_offset, standalone, asked | {answer.triple.template}
+        )
+        generated.insert(templated, template_attempt(slots[templated]))
+        return generated
+    if not slots:
+        return []
     feedback = feedback_for(slots)
     system, user = generation_messages(answer, context, len(slots), feedback, standalone)
     try:
@@ -263,6 +306,12 @@ def generation_round(
     for slot in at_step([*candidates, *new], "generate"):
         by_answer.setdefault(slot.answer.id, []).append(slot)
 
+    asked: dict[str, set[str]] = {}
+    for candidate in candidates:
+        asked.setdefault(candidate.answer.id, set()).update(
+            attempt.question for attempt in candidate.attempts
+        )
+
     def ask(slots: list[Candidate]) -> list[Candidate]:
         first = slots[0]
         return generate_questions(
@@ -272,6 +321,7 @@ def generation_round(
             slots,
             seed_offset=len(first.attempts),
             standalone=limits.standalone_questions,
+            asked=frozenset(asked.get(first.answer.id, ())),
         )
 
     filled = parallel_map(ask, list(by_answer.values()), limits.concurrency)

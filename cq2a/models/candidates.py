@@ -91,6 +91,7 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
                 end=answer.end,
                 explanation=attempt.explanation,
                 attempts=len(candidate.attempts),
+                template=attempt.template,
                 votes=attempt.votes,
                 similarity=attempt.similarity or 0.0,
                 evidence=answer.evidence,

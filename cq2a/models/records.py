@@ -200,6 +200,12 @@ class Triple(BaseModel):
     proposed: str | None = Field(
         None, description="The relation as the LLM wrote it, where the passage words it otherwise."
     )
+    template: str | None = Field(
+        None,
+        description='"What did E1 do to E2?": the question a relation slot is given once the '
+        "generator's question for it was rejected, where the passage writes the relation as an "
+        "active finite verb (English passages).",
+    )
 
     def as_text(self) -> str:
         return f"[{self.subject}, {self.relation}, {self.object}]"
@@ -281,6 +287,9 @@ class Attempt(BaseModel):
     similarity: float | None = None
     reasons: list[RejectReason] = Field(default_factory=list)
     feedback: str | None = Field(None, description="Feedback this attempt was generated with.")
+    template: bool = Field(
+        False, description="The question is its relation's template (``Triple.template``)."
+    )
     corpus_passages: list[str] = Field(
         default_factory=list,
         description="With a SUT that gets the question alone: the ids of the passages a search "
@@ -375,6 +384,9 @@ class TestCase(BaseModel):
     end: int | None = None
     explanation: str
     attempts: int
+    template: bool = Field(
+        False, description="The question is its relation's template question, not generated."
+    )
     votes: list[str]
     similarity: float
     evidence: list[Evidence] = Field(
