@@ -210,3 +210,14 @@ def test_a_word_glued_to_a_citation_mark_still_heads_its_object(lemmatize):
     assert answer.text == "trained"
     assert answer.triple.object == "many Puritan ministers"
     assert answer.triple.template == "What did the College do to many Puritan ministers?"
+
+
+def test_a_relation_does_not_run_over_a_conjunction_to_its_object(lemmatize):
+    text = (
+        "The Normans were famed for their martial spirit and eventually for their Christian "
+        "piety, becoming exponents of the Catholic orthodoxy."
+    )
+    proposed = triple("Normans", "famed for", "eventually for their Christian piety")
+    (answer,), dropped = relation_answers([proposed], "c", text, parse(text), lemmatize)
+    assert dropped == []
+    assert answer.text == "famed for"

@@ -117,12 +117,14 @@ def relation_cores(
 
 def reaches_object(sentence: Sentence, core: Span, verb: Token, obj: Span) -> bool:
     """Whether the words between a relation and its object are the verb's own (its object,
-    particles, prepositions: "gave _their name to_ Normandy"), few and unpunctuated."""
+    particles, prepositions: "gave _their name to_ Normandy"), few, unpunctuated and with no
+    conjunction: in "famed for their martial spirit _and_ eventually for their Christian piety"
+    the words up to the second conjunct are another object, not the relation."""
     if core[1] > obj[0]:
         return False
     gap = [t for t in sentence.tokens if t.start >= core[1] and t.end <= obj[0]]
     return len(gap) <= MAX_RELATION_GAP and all(
-        t.upos != "PUNCT" and descends_from(sentence, t, verb) for t in gap
+        t.upos not in ("PUNCT", "CCONJ") and descends_from(sentence, t, verb) for t in gap
     )
 
 
