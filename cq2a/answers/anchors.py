@@ -146,6 +146,20 @@ def relation_and_object(
     return (core[0], gap[-1].end if gap else core[1]), obj
 
 
+def agent_to_object(
+    sentence: Sentence, verb: Token, relation: Span, obj: Span
+) -> tuple[Span, Span]:
+    """A passive relation's closing "by" goes to its object, the agent: the relation is
+    "Established originally", not "Established originally by", which no answer says."""
+    words = tokens_within(sentence, relation)
+    last = words[-1] if len(words) > 1 else None
+    if last is None or last.text.lower() != "by" or verb.feature("VerbForm") != "Part":
+        return relation, obj
+    if last.end > obj[0]:
+        return relation, obj
+    return (relation[0], words[-2].end), (last.start, obj[1])
+
+
 def anchor_in_sentence(
     sentence: Sentence,
     context: str,
@@ -170,6 +184,7 @@ def anchor_in_sentence(
         if cores:
             core, verb = cores[0]
             relation_at, object_at = relation_and_object(sentence, core, verb, object_span)
+            relation_at, object_at = agent_to_object(sentence, verb, relation_at, object_at)
             return AnchoredTriple(sentence, subject_span, relation_at, object_at, verb)
     return NOT_IN_SENTENCE
 

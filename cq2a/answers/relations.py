@@ -101,6 +101,10 @@ def triple_rejection(
     return None if isinstance(anchored, AnchoredTriple) else anchored
 
 
+#: Prepositions a relation may end on for "What did E1 do to E2?" to ask for it ("pulled out
+#: of", "created a rift within", "gave their name to"); not "evolved into", "began in".
+DO_TO_PREPOSITIONS = frozenset({"to", "of", "with", "within", "from", "against", "on", "over"})
+
 #: What an active finite verb's action is asked with, by its tense.
 DO_BY_TENSE = {"Past": "did", "Pres": "does"}
 
@@ -149,11 +153,14 @@ def template_question(anchored: AnchoredTriple, context: str, parsed: ParsedCont
     Normandy]; for a past participle whose object is its agent, the agent asks ("What did the
     treaty of Saint-Clair-sur-Epte do to the Duchy of Normandy?" for [The Duchy of Normandy,
     established, by the treaty of Saint-Clair-sur-Epte]). None where the template does not
-    read (another preposition before the object, a pronoun)."""
+    read: a relation ending on a preposition "do to" cannot stand for ("evolved into",
+    ``DO_TO_PREPOSITIONS``), a pronoun, a date or number in the object."""
     subject = _first_token(parsed, anchored.subject)
     obj = _first_token(parsed, anchored.object)
     if subject is None or obj is None or "PRON" in (subject.upos, obj.upos):
         return None
+    if any(ch.isdigit() for ch in context[anchored.object[0] : anchored.object[1]]):
+        return None  # "What did the 1973 oil crisis do to October 1973?" does not read
     named = _as_named(context, anchored.subject, subject)
     passive = anchored.verb.feature("VerbForm") == "Part" and (
         anchored.verb.feature("Tense") == "Past"
@@ -164,7 +171,10 @@ def template_question(anchored: AnchoredTriple, context: str, parsed: ParsedCont
     if passive and context[anchored.relation[0] : anchored.relation[1]].lower().endswith(" by"):
         return f"What did {_as_named(context, anchored.object, obj)} do to {named}?"
     do = _do(anchored.verb)
-    if do is None:
+    words = [token for _, token in tokens_in_span(parsed, *anchored.relation)]
+    if do is None or not words:
+        return None
+    if words[-1].upos == "ADP" and words[-1].text.lower() not in DO_TO_PREPOSITIONS:
         return None
     return f"What {do} {named} do to {_as_named(context, anchored.object, obj)}?"
 
@@ -262,13 +272,16 @@ def extract_relations(
     client: ChatClient, context: Context, parsed: ParsedContext, lemmatize: Lemmatizer, limit: int
 ) -> RelationExtraction:
     """III-A2: triples proposed by the LLM, kept only when they pass the filters."""
-    user = render_prompt("relation_extraction.user", context=context.context, limit=limit)
+    # the prompt asks for as many as the filters may need: "at most 1" left a context with none
+    # as soon as its one triple was dropped
+    proposals = PROPOSALS_PER_RELATION * limit
+    user = render_prompt("relation_extraction.user", context=context.context, limit=proposals)
     try:
         outputs = client.structured(
             system_prompt("relation_extraction.system", context.language),
             user,
             ProposedTriples,
-            max_items=PROPOSALS_PER_RELATION * limit,
+            max_items=proposals,
         )
     except LLMCallFailed as error:
         return RelationExtraction(error=str(error))
