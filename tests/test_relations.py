@@ -157,6 +157,13 @@ def test_a_relation_vote_goes_without_the_entities_its_question_names():
     assert without_entities("Normandy", entities) == "Normandy"
 
 
+def paper_answer(lemmatize, language="en"):
+    """The relation answer of the paper's example, read in ``language``."""
+    proposed = triple("Lucius Harney", "becomes", "Mr. Royall's boarder")
+    (answer,), _ = relation_answers([proposed], "c", PAPER, parse(PAPER), lemmatize, language)
+    return answer
+
+
 def test_an_active_relation_gets_the_template_question(lemmatize):
     # "What did E1 do to E2?": the passage's "the" before a bare subject is kept
     proposed = triple(
@@ -164,14 +171,10 @@ def test_an_active_relation_gets_the_template_question(lemmatize):
     )
     (answer,), _ = relation_answers([proposed], "c", GAVE, parse(GAVE), lemmatize)
     assert answer.triple.template == "What did the Normans do to Normandy?"
-    (paper,), _ = relation_answers(
-        [triple("Lucius Harney", "becomes", "Mr. Royall's boarder")],
-        "c",
-        PAPER,
-        parse(PAPER),
-        lemmatize,
+    assert (
+        paper_answer(lemmatize).triple.template
+        == "What does Lucius Harney do to Mr. Royall's boarder?"
     )
-    assert paper.triple.template == "What does Lucius Harney do to Mr. Royall's boarder?"
 
 
 def test_a_passive_relation_is_asked_from_its_agent(lemmatize):
@@ -206,15 +209,7 @@ def test_a_relation_the_template_cannot_ask_or_another_language_gets_none(lemmat
     (answer,), dropped = relation_answers([proposed], "c", changed, parse(changed), lemmatize)
     assert dropped == [] and answer.text == "evolved into"
     assert answer.triple.template is None  # "do to" does not ask for "evolved into"
-    (french,), _ = relation_answers(
-        [triple("Lucius Harney", "becomes", "Mr. Royall's boarder")],
-        "c",
-        PAPER,
-        parse(PAPER),
-        lemmatize,
-        language="fr",
-    )
-    assert french.triple.template is None
+    assert paper_answer(lemmatize, language="fr").triple.template is None
 
 
 def test_a_word_glued_to_a_citation_mark_still_heads_its_object(lemmatize):

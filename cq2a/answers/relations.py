@@ -10,7 +10,7 @@ from cq2a.adapters.llm.prompts import render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.answers.anchors import AnchoredTriple, anchor_triple, find_spans
 from cq2a.language.lemmas import Lemmatizer
-from cq2a.language.lexicon import ARTICLES, mentions, normalise_space
+from cq2a.language.lexicon import mentions, normalise_space
 from cq2a.models.records import (
     Answer,
     AnswerKind,
@@ -136,14 +136,13 @@ def _as_named(context: str, span: tuple[int, int], first: Token) -> str:
     return text
 
 
-def _agent(context: str, span: tuple[int, int], first: Token) -> str | None:
-    """The agent of a passive relation whose object is its "by" phrase ("by the treaty of
-    Saint-Clair-sur-Epte": "the treaty of Saint-Clair-sur-Epte"), else None."""
-    text = context[span[0] : span[1]].strip().rstrip(".,;:")
-    if first.text.lower() != "by" or " " not in text:
+def _agent(context: str, parsed: ParsedContext, span: tuple[int, int]) -> str | None:
+    """The agent of a passive relation whose object is its "by" phrase, named as an entity ("by
+    the treaty of Saint-Clair-sur-Epte": "the treaty of Saint-Clair-sur-Epte"), else None."""
+    tokens = [token for _, token in tokens_in_span(parsed, *span)]
+    if len(tokens) < 2 or tokens[0].text.lower() != "by":
         return None
-    agent = text.split(None, 1)[1]
-    return agent[:1].lower() + agent[1:] if agent.split()[0].lower() in ARTICLES else agent
+    return _as_named(context, (tokens[1].start, span[1]), tokens[1])
 
 
 def template_question(anchored: AnchoredTriple, context: str, parsed: ParsedContext) -> str | None:
@@ -165,11 +164,9 @@ def template_question(anchored: AnchoredTriple, context: str, parsed: ParsedCont
     passive = anchored.verb.feature("VerbForm") == "Part" and (
         anchored.verb.feature("Tense") == "Past"
     )
-    if obj.upos == "ADP":
-        agent = _agent(context, anchored.object, obj)
+    if obj.upos == "ADP":  # a passive's "by" goes with its object (``agent_to_object``)
+        agent = _agent(context, parsed, anchored.object)
         return f"What did {agent} do to {named}?" if agent and passive else None
-    if passive and context[anchored.relation[0] : anchored.relation[1]].lower().endswith(" by"):
-        return f"What did {_as_named(context, anchored.object, obj)} do to {named}?"
     do = _do(anchored.verb)
     words = [token for _, token in tokens_in_span(parsed, *anchored.relation)]
     if do is None or not words:
@@ -268,14 +265,21 @@ class RelationExtraction(BaseModel):
 PROPOSALS_PER_RELATION = 2
 
 
+def extraction_prompt(context: str, limit: int) -> str:
+    """The extraction prompt's user message for ``limit`` relations kept. It asks for as many
+    triples as the filters may need (``PROPOSALS_PER_RELATION`` each): "at most 1" left a context
+    with none as soon as its one triple was dropped."""
+    return render_prompt(
+        "relation_extraction.user", context=context, limit=PROPOSALS_PER_RELATION * limit
+    )
+
+
 def extract_relations(
     client: ChatClient, context: Context, parsed: ParsedContext, lemmatize: Lemmatizer, limit: int
 ) -> RelationExtraction:
     """III-A2: triples proposed by the LLM, kept only when they pass the filters."""
-    # the prompt asks for as many as the filters may need: "at most 1" left a context with none
-    # as soon as its one triple was dropped
     proposals = PROPOSALS_PER_RELATION * limit
-    user = render_prompt("relation_extraction.user", context=context.context, limit=proposals)
+    user = extraction_prompt(context.context, limit)
     try:
         outputs = client.structured(
             system_prompt("relation_extraction.system", context.language),

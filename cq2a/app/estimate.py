@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.answers.plan import drop_long_sentences, first_answers, select_entities, target_pool
-from cq2a.answers.relations import PROPOSALS_PER_RELATION
+from cq2a.answers.relations import extraction_prompt
 from cq2a.app import outputs as out
 from cq2a.app.inputs import read_contexts
 from cq2a.generation.questions import generation_messages
@@ -164,11 +164,7 @@ def estimate_contexts(
             found = min(float(limit_relations), rates.relations_per_context)
             first_relations = min(found, float(round(mix["relation"] * cap)))
             relations = min(found, first_relations + round(mix["relation"] * extra))
-            user = render_prompt(
-                "relation_extraction.user",
-                context=context.context,
-                limit=PROPOSALS_PER_RELATION * limit_relations,
-            )
+            user = extraction_prompt(context.context, limit_relations)
             stages["extract"].add(
                 1,
                 tokens(load_prompt("relation_extraction.system"), user),
