@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from cq2a.generation.bridging import bridge_questions
 from cq2a.generation.questions import generation_round
 from cq2a.graph.state import ContextState
 from cq2a.nodes._events import emit_outcomes, stage
@@ -29,6 +30,7 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             state.get("candidates", []),
             generation_limits(run.settings),
         )
+        asked = bridge_questions(asked, run.speaking(passage.language).parse_question)
         emit_outcomes(passage.id, "generate", asked)  # slots the model wrote no question for
         written = [c for c in asked if c.error is None and c.current.question]
         report.counts = {"questions": len(written)}

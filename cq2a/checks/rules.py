@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cq2a.checks.dedup import mark_duplicates
+from cq2a.language.answers import described
 from cq2a.language.deixis import ENGLISH, DeixisLexicon
 from cq2a.language.embeddings import SimilarityMatrix
 from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_in, without_articles
@@ -72,6 +73,12 @@ _INVERSION = re.compile(r"\w-(?:t-)?(?:il|elle|ils|elles|on)\b", re.IGNORECASE)
 _FRENCH_QUESTION_WORDS = frozenset(
     "qui que qu quoi quel quelle quels quelles lequel laquelle où quand pourquoi comment "
     "combien".split()
+)
+#: A second question joined to the first (", and what was ..."): two golds, no one answer.
+_SECOND_QUESTION = re.compile(
+    r",\s*(?:and|or|et|ou)\s+(?:what|who|whom|whose|which|where|when|why|how|qui|que|quel|"
+    r"quelle|quels|quelles|où|quand|pourquoi|comment|combien)\b",
+    re.IGNORECASE,
 )
 #: Words that rank what a question asks about ("the first fief", "the only ruler").
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
@@ -268,13 +275,16 @@ def is_cut_off(question: str) -> bool:
 
 def question_has_its_form(answer: Answer, question: str) -> CheckResult:
     """A question stands on its own: it does not copy the prompt's blank ("... incursions of
-    _____ war bands ...") and does not stop in the middle of a phrase. A yes/no target needs
+    _____ war bands ..."), does not stop in the middle of a phrase and does not ask a second
+    question (", and what was ..."). A yes/no target needs
     a yes/no question; an unanswerable one must not be one (its only honest answer would be
     "no", not an abstention)."""
     if shows_blank(question):
         return CheckResult(name=FORM, passed=False, detail="copies the blank of its prompt")
     if is_cut_off(question):
         return CheckResult(name=FORM, passed=False, detail="stops in the middle of a phrase")
+    if _SECOND_QUESTION.search(question):
+        return CheckResult(name=FORM, passed=False, detail="asks two questions in one")
     yes_no = is_yes_no_question(question)
     if answer.kind is AnswerKind.YES_NO and not yes_no:
         return CheckResult(name=FORM, passed=False, detail="not a yes/no question")
@@ -308,8 +318,16 @@ def question_is_grounded(answer: Answer, question: str, lemmatize: Lemmatizer) -
 def question_uses_both_sentences(
     answer: Answer, question: str, lemmatize: Lemmatizer
 ) -> CheckResult:
-    """A multi-sentence question uses a fact of its second sentence: a content word that only
-    that sentence has."""
+    """A multi-sentence question uses a fact of its second sentence: with a pivot
+    (``cq2a.answers.kinds.Bridge``), it names the pivot by its description, as the generator's
+    question is rewritten to (``cq2a.generation.bridging``); without one, it has a content
+    word that only the second sentence has."""
+    if answer.pivot and answer.description:
+        if described(question, answer.description):
+            return CheckResult(name=BOTH_SENTENCES, passed=True)
+        return CheckResult(
+            name=BOTH_SENTENCES, passed=False, detail=f'does not contain "{answer.pivot}"'
+        )
     only_bridge = _lemmas(answer.bridge or "", lemmatize, CONTENT_UPOS) - _lemmas(
         answer.sentence, lemmatize, CONTENT_UPOS
     )

@@ -273,3 +273,12 @@ def canonical_abstention(answer: str) -> str:
     """``UNANSWERABLE`` for any way of declining to answer, else the answer unchanged, so
     abstaining votes count as one."""
     return UNANSWERABLE if is_abstention(answer) else answer
+
+
+def described(question: str, description: str) -> bool:
+    """Whether a question holds a description ("the people who were descended from Norse
+    raiders"), with its article or without ("people who were ..."), in any case."""
+    text = " ".join(question.casefold().split())
+    words = description.casefold().split()
+    bare = words[1:] if words and words[0] in ARTICLES else words
+    return bool(bare) and " ".join(bare) in text

@@ -92,6 +92,7 @@ def test_cases_of(candidates: Sequence[Candidate], contexts: dict[str, Context])
                 explanation=attempt.explanation,
                 attempts=len(candidate.attempts),
                 template=attempt.template,
+                as_generated=attempt.as_generated,
                 votes=attempt.votes,
                 similarity=attempt.similarity or 0.0,
                 evidence=answer.evidence,

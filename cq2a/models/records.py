@@ -235,6 +235,14 @@ class Answer(BaseModel):
     bridge: str | None = Field(
         None, description="A multi-sentence target's second sentence, which its question uses."
     )
+    pivot: str | None = Field(
+        None,
+        description="What a multi-sentence question names by its second sentence's fact, not by "
+        "its name (a name or noun of the answer's sentence, or the answer itself).",
+    )
+    description: str | None = Field(
+        None, description="The pivot named by what the second sentence says of it."
+    )
 
 
 # ---- candidates and their history ----
@@ -289,6 +297,11 @@ class Attempt(BaseModel):
     feedback: str | None = Field(None, description="Feedback this attempt was generated with.")
     template: bool = Field(
         False, description="The question is its relation's template (``Triple.template``)."
+    )
+    as_generated: str | None = Field(
+        None,
+        description="A multi-sentence question as the generator wrote it, before its pivot was "
+        "named by the second sentence (``cq2a.generation.bridging``).",
     )
     corpus_passages: list[str] = Field(
         default_factory=list,
@@ -386,6 +399,11 @@ class TestCase(BaseModel):
     attempts: int
     template: bool = Field(
         False, description="The question is its relation's template question, not generated."
+    )
+    as_generated: str | None = Field(
+        None,
+        description="A multi-sentence question as the generator wrote it, naming what the "
+        "question names by its second sentence.",
     )
     votes: list[str]
     similarity: float
