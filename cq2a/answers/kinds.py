@@ -220,13 +220,18 @@ def _span_head(sentence: Sentence, span: tuple[int, int]) -> Token:
     return next((t for t in words if not span[0] <= t.head <= span[1]), words[-1])
 
 
+def _labels(sentence: Sentence, span: tuple[int, int]) -> list[str]:
+    """The entity labels of exactly this span of tokens (PERSON, NORP, ORG...)."""
+    return [e.label for e in sentence.entities if (e.start, e.end) == span]
+
+
 def _description(first: Sentence, pivot: tuple[int, int], second: Sentence) -> str | None:
     """The pivot named by what ``second`` says of it: "the people who were descended from
     Norse raiders" (a name becomes the noun of its kind, a common noun stays)."""
     subject = _subject(second)
     if subject is None:
         return None
-    labels = [e.label for e in first.entities if (e.start, e.end) == pivot]
+    labels = _labels(first, pivot)
     head = _span_head(first, pivot)
     if head.upos == "NOUN":  # the second sentence's own word for it: "the price" of "prices"
         noun = (subject if subject.upos == "NOUN" else head).text.lower()
@@ -267,7 +272,7 @@ def _definite(sentence: Sentence, noun: Token) -> bool:
 def _may_stand_for(pronoun: Token, first: Sentence, pivot: tuple[int, int]) -> bool:
     """Whether a subject pronoun can refer back to the previous sentence's subject: "he" or
     "she" to a person, "they" to a people or a plural; "it" refers to too much to tell."""
-    labels = {e.label for e in first.entities if (e.start, e.end) == pivot}
+    labels = _labels(first, pivot)
     if pronoun.text.lower() in {"he", "she"}:
         return "PERSON" in labels
     head = _span_head(first, pivot)
@@ -286,14 +291,13 @@ def _pivot(first: Sentence, second: Sentence) -> tuple[tuple[int, int], str] | N
         pivot = _pivot_span(first, subject) if subject else None
         if pivot and not _may_stand_for(topic, first, pivot):
             pivot = None
-    else:
-        if topic is not None and topic.upos in NOUN_UPOS:
-            same = [t for t in first.tokens if t.upos in NOUN_UPOS and t.lemma == topic.lemma]
-            pivot = _pivot_span(first, same[0]) if same else None
-            if pivot and _span_head(first, pivot).index != same[0].index:
-                pivot = None  # "Harvard" of "The Harvard Museum of Natural History" is not it
-            if pivot and not (_definite(second, topic) and _same_kind(second, topic, first, pivot)):
-                pivot = None
+    elif topic is not None and topic.upos in NOUN_UPOS:
+        same = [t for t in first.tokens if t.upos in NOUN_UPOS and t.lemma == topic.lemma]
+        pivot = _pivot_span(first, same[0]) if same else None
+        if pivot and _span_head(first, pivot).index != same[0].index:
+            pivot = None  # "Harvard" of "The Harvard Museum of Natural History" is not it
+        if pivot and not (_definite(second, topic) and _same_kind(second, topic, first, pivot)):
+            pivot = None
     description = _description(first, pivot, second) if pivot else None
     return (pivot, description) if pivot and description else None
 
@@ -350,8 +354,8 @@ def multi_sentence_targets(
     parsed: ParsedContext, context: Context, ranked: Sequence[Answer]
 ) -> list[Answer]:
     """One target per ``Bridge``: the best-ranked name, number or noun chunk of the answer
-    sentence that the bridge sentence does not mention, apart from the pivot (unless the
-    bridge refers back to the answer itself); evidence is both sentences."""
+    sentence that the bridge sentence does not mention, apart from the pivot its question
+    names; evidence is both sentences."""
     by_index = {s.index: s for s in parsed.sentences}
     targets: list[Answer] = []
     used: set[str] = set()

@@ -10,7 +10,7 @@ graph's step: the checks over a context's waiting candidates, then near-duplicat
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -27,6 +27,7 @@ from cq2a.language.lexicon import (
     shows_blank,
     words,
 )
+from cq2a.language.trees import QuestionParse
 from cq2a.models.candidates import at_step, settle, with_attempt
 from cq2a.models.records import (
     Answer,
@@ -38,8 +39,6 @@ from cq2a.models.records import (
     Token,
 )
 
-#: A question's parse: its sentences of UD tokens (``cq2a.language.parsing.question_parser``).
-QuestionParse = Callable[[str], Sequence[Sentence]]
 #: ``paper``: the answer itself (case, punctuation, articles and inflection aside) must not be in
 #: its question (III-C1). ``strict``: nor any noun of an answer phrase.
 LeakRule = Literal["paper", "strict"]
@@ -276,9 +275,8 @@ def is_cut_off(question: str) -> bool:
 def question_has_its_form(answer: Answer, question: str) -> CheckResult:
     """A question stands on its own: it does not copy the prompt's blank ("... incursions of
     _____ war bands ..."), does not stop in the middle of a phrase and does not ask a second
-    question (", and what was ..."). A yes/no target needs
-    a yes/no question; an unanswerable one must not be one (its only honest answer would be
-    "no", not an abstention)."""
+    question (", and what was ..."). A yes/no target needs a yes/no question; an unanswerable
+    one must not be one (its only honest answer would be "no", not an abstention)."""
     if shows_blank(question):
         return CheckResult(name=FORM, passed=False, detail="copies the blank of its prompt")
     if is_cut_off(question):

@@ -7,14 +7,13 @@ the question need the second sentence, so it is done on the parse, not left to t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from cq2a.language.answers import answer_tokens, described
-from cq2a.language.trees import subtree
+from cq2a.language.trees import QuestionParse, subtree
 from cq2a.models.records import AnswerKind, Candidate, Sentence, Token
 
-QuestionParse = Callable[[str], Sequence[Sentence]]
 #: Share of a question's words the pivot's phrase may take: more means the parse went wrong.
 MAX_PHRASE_SHARE = 0.6
 POSSESSIVE_MARKS = frozenset({"'s", "'", "\u2019s", "\u2019"})

@@ -1,8 +1,13 @@
-"""Walking a parsed sentence's dependency tree."""
+"""Parsed sentences: a question's parse, and walking a sentence's dependency tree."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from cq2a.models.records import Sentence, Token
+
+#: A question's parse: its sentences of UD tokens (``cq2a.language.parsing.question_parser``).
+QuestionParse = Callable[[str], Sequence[Sentence]]
 
 
 def subtree(sentence: Sentence, top: Token) -> set[int]:
