@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from cq2a.checks.rules import explanation_check
 from cq2a.generation.bridging import bridge_questions
 from cq2a.generation.questions import generation_round
 from cq2a.graph.state import ContextState
+from cq2a.language.lemmas import Lemmatizer
+from cq2a.models.records import Answer
 from cq2a.nodes._events import emit_outcomes, stage
 from cq2a.nodes._runtime import services
 from cq2a.runtime.steps import generation_limits
@@ -29,9 +33,24 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             state.get("answers", []),
             state.get("candidates", []),
             generation_limits(run.settings),
+            explained_for(run.speaking(passage.language).lemmatize),
         )
         asked = bridge_questions(asked, run.speaking(passage.language).parse_question)
         emit_outcomes(passage.id, "generate", asked)  # slots the model wrote no question for
         written = [c for c in asked if c.error is None and c.current.question]
         report.counts = {"questions": len(written)}
     return {"candidates": asked, "usage": report.usage, "rounds": round_number}
+
+
+def explained_for(lemmatize: Lemmatizer) -> Callable[[Answer], Callable[[str], bool]]:
+    """Whether an explanation written so far passes the check the check node will run on it
+    (``explanation_check``): the generator stops there. An unanswerable question's
+    explanation is read by no check, so its request stops once the question is written."""
+
+    def for_answer(answer: Answer) -> Callable[[str], bool]:
+        check = explanation_check(answer)
+        if check is None:
+            return lambda explanation: True
+        return lambda explanation: check(answer, explanation, lemmatize).passed
+
+    return for_answer

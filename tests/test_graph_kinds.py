@@ -26,6 +26,8 @@ PASSAGE = Context(id="normans", context=ROW["context"])
 MIX = "entity=0.5,yesno=0.2,unanswerable=0.2,multi_sentence=0.1"
 #: question -> the answer the scripted re-asker and SUT give it
 GOLD: dict[str, str] = {}
+#: What the scripted generator writes after naming its target: no check reads it
+AFTER_THE_TARGET = ", as the passage says in the sentence the blank was taken from."
 
 
 def kinds_sut(items: list[Any]) -> list[str | None]:
@@ -51,10 +53,10 @@ def write_questions(request: ChatRequest, index: int) -> dict[str, Any]:
             explanation = "The passage never says when they wrote it."
         elif pivot:  # the graph names the pivot by the second sentence before the re-ask
             question = f"Who, number {len(GOLD)}, was named after {pivot}?"
-            explanation = f"The answer is {answer}."
+            explanation = f"The answer is {answer}{AFTER_THE_TARGET}"
         else:
             question = f"Which words does the blank of the passage stand for, {len(GOLD)}?"
-            explanation = f"The answer is {answer}."
+            explanation = f"The answer is {answer}{AFTER_THE_TARGET}"
         GOLD[question] = answer
         made.append({"question": question, "explanation": explanation})
         del n
@@ -132,6 +134,29 @@ def test_every_kind_is_asked_and_the_mix_is_honoured(server) -> None:
     assert case.as_generated == multi.current.as_generated
     for candidate in candidates.values():
         assert all(e.found_in(PASSAGE.context) for e in candidate.answer.evidence)
+
+
+def test_generation_stops_once_the_explanation_holds_what_its_check_reads(server) -> None:
+    """A span's explanation ends at its target (Completeness reads no more), a yes/no one at
+    the second word it shares with its sentence, an unanswerable one (read by no check)
+    before it begins; and every kind is accepted as with whole explanations (the test above,
+    on the same script)."""
+    result = run(server)
+    markers = [marker(f"{kind}_questions.system") for kind in ("entity", "yesno", "unanswerable")]
+    generated = [r for r in server.requests if any(m in json.dumps(r.body) for m in markers)]
+    assert generated and all(r.body.get("stream") and r.status == 200 for r in generated)
+    by_kind: dict[str, list[Any]] = {}
+    for candidate in result["candidates"]:
+        by_kind.setdefault(candidate.answer.kind.question_kind, []).append(candidate)
+    for candidate in by_kind["entity"] + by_kind["multi_sentence"]:
+        assert candidate.current.explanation == f"The answer is {candidate.answer.text},"
+    for candidate in by_kind["yesno"]:
+        whole = f"The passage says: {candidate.answer.sentence}"
+        explanation = candidate.current.explanation
+        assert whole.startswith(explanation) and len(explanation) < len(whole)
+    for candidate in by_kind["unanswerable"]:
+        assert candidate.current.explanation == ""
+    assert all(c.status == "accepted" for c in result["candidates"])
 
 
 def test_a_coverage_round_reaches_the_sentences_the_first_round_left(server) -> None:

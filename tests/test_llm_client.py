@@ -14,7 +14,7 @@ from cq2a.adapters.llm.endpoint import Endpoint, resolve_endpoint
 from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.limits import Slots
 from cq2a.adapters.llm.local_server import LocalLLMServer
-from cq2a.adapters.llm.structured import Malformed, parse_structured
+from cq2a.adapters.llm.structured import Malformed, Until, parse_structured
 from cq2a.adapters.llm.usage import SpendingMeter, Usage, tally_usage
 from cq2a.runtime.services import release_services
 from cq2a.settings import LLMSpec, Settings
@@ -232,3 +232,55 @@ def test_a_reply_without_choices_is_unusable_sent_again_then_fails_the_call(monk
         with pytest.raises(LLMCallFailed, match="failed 3 times.*null value for 'choices'"):
             client.text("system", "user")
         assert len(server.requests) == 3
+
+
+class _Explained(BaseModel):
+    question: str
+    explanation: str
+
+
+_WHOLE = {
+    "question": "Which region did the Normans give their name to?",
+    "explanation": "The passage says they gave their name to Normandy, a region in France, "
+    "in the 10th and 11th centuries, as its first sentence tells.",
+}
+
+
+def _names_normandy(output: dict) -> bool:
+    return "Normandy" in output.get("explanation", "").split(",")[0]
+
+
+def test_a_streamed_choice_stops_once_it_has_written_enough_and_replays_from_the_cache(tmp_path):
+    until = Until(name="names Normandy", enough=_names_normandy)
+    with ScriptedLLMServer(lambda request, index: _WHOLE, stream_delay_s=0.02) as server:
+        spec = LLMSpec(backend="compatible", base_url=server.base_url, model="m")
+        settings = Settings(cache_path=str(tmp_path / "cache.sqlite"), seed=7)
+        client = ChatClient(spec, settings, endpoint=Endpoint(server.base_url, 5))
+        cache = LLMCache(tmp_path / "cache.sqlite")
+        client.choices.cache = cache
+        with tally_usage() as usage:
+            (first,) = client.structured("system", "user", _Explained, until=until)
+        (whole,) = client.structured("system", "user", _Explained)  # not stopped: another key
+        never = Until(name="never", enough=lambda output: False)
+        (streamed_whole,) = client.structured("system", "user", _Explained, until=never)
+        (replayed,) = client.structured("system", "user", _Explained, until=until)
+        stopped, sent, streamed = server.requests
+    assert isinstance(first, _Explained) and first.question == _WHOLE["question"]
+    assert first.explanation.rstrip() == "The passage says they gave their name to Normandy,"
+    assert whole == streamed_whole == _Explained(**_WHOLE)
+    assert stopped.body["stream"] and not sent.body.get("stream") and streamed.body["stream"]
+    # the server stopped a few events after the client went, long before the reply's end
+    assert stopped.streamed < streamed.streamed - 10
+    assert usage.total.completion_tokens < streamed.streamed - 10  # a chunk counts a token
+    assert replayed == first  # the stopped choice is replayed from the cache, not asked again
+
+
+def test_a_word_still_being_written_is_not_enough_to_stop():
+    until = Until(name="names Norman", enough=lambda o: "Norman" in o["explanation"].split())
+    start = '{"question": "Q?", "explanation": "gave their name to Norman'
+    assert until.reached(start) is None  # "Normandy" may be coming
+    assert until.reached(start + "dy") is None
+    kept = until.reached(start + " ")
+    assert kept is not None and parse_structured(kept, _Explained) == _Explained(
+        question="Q?", explanation="gave their name to Norman "
+    )

@@ -426,7 +426,10 @@ def test_spending_cap_holds_across_a_resume(tmp_path):
         first = scripted_run(server, input_path, tmp_path / "run", max_tokens=cap, concurrency=4)
         spent = sum(r.prompt_tokens + r.completion_tokens for r in server.requests)
         # run.json counts every request the stopped part made, those of interrupted nodes too
-        assert out.read_json(tmp_path / "run" / out.RUN)["usage"]["total_tokens"] == spent
+        # (a generation request stopped once explained is metered by the client's estimate:
+        # a token or two apart from the server's count)
+        metered = out.read_json(tmp_path / "run" / out.RUN)["usage"]["total_tokens"]
+        assert metered == pytest.approx(spent, rel=0.01)
         server.reset()
         release_services()
         again = run_pipeline(

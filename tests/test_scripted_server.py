@@ -166,11 +166,23 @@ def test_latency_is_applied_before_answering() -> None:
         assert record.ended - record.started >= 0.2
 
 
-def test_stream_is_refused_with_400(scripted_llm: ScriptedLLMServer) -> None:
-    scripted_llm.rules.default("ok")
-    response = post(scripted_llm, "q", stream=True)
-    assert response.status_code == 400
-    assert "stream" in response.json()["error"]["message"]
+def test_a_stream_goes_as_server_sent_events_a_token_each_one_choice_only(
+    scripted_llm: ScriptedLLMServer,
+) -> None:
+    scripted_llm.rules.default("Normandy, a region")
+    response = post(scripted_llm, "q", stream=True, stream_options={"include_usage": True})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    lines = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    events = [json.loads(line) for line in lines[:-1]]
+    pieces = [e["choices"][0]["delta"].get("content") for e in events if e["choices"]]
+    assert pieces == ["", "Norm", "andy", ", a ", "regi", "on", None]
+    assert events[-1]["usage"]["completion_tokens"] == 5
+    (record,) = scripted_llm.requests
+    assert record.streamed == len(events) and record.completion_tokens == 5
+    refused = post(scripted_llm, "q", stream=True, n=2)
+    assert refused.status_code == 400 and "one choice" in refused.json()["error"]["message"]
 
 
 def test_fault_500_and_429_statuses_are_recorded(scripted_llm: ScriptedLLMServer) -> None:

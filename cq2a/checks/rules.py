@@ -10,7 +10,7 @@ graph's step: the checks over a context's waiting candidates, then near-duplicat
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -304,6 +304,20 @@ def explanation_is_grounded(answer: Answer, explanation: str, lemmatize: Lemmati
     if len(shared) < 2:
         return CheckResult(name=COMPLETE, passed=False, detail="explanation does not quote it")
     return CheckResult(name=COMPLETE, passed=True)
+
+
+ExplanationCheck = Callable[[Answer, str, Lemmatizer], CheckResult]
+
+
+def explanation_check(answer: Answer) -> ExplanationCheck | None:
+    """The check a generated question's explanation goes through for ``answer``'s kind, as
+    ``check_question`` runs it: Completeness (III-C1) for a span or a relation, the quote of
+    its sentence for yes/no; None for an unanswerable question, whose explanation no check
+    reads."""
+    kind = answer.kind.question_kind
+    if kind == "unanswerable":
+        return None
+    return explanation_is_grounded if kind == "yesno" else explanation_is_complete
 
 
 def question_is_grounded(answer: Answer, question: str, lemmatize: Lemmatizer) -> CheckResult:

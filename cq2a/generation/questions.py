@@ -8,8 +8,9 @@ reasons in the prompt, until it runs out of attempts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -17,7 +18,7 @@ from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt, system_prompt
-from cq2a.adapters.llm.structured import Malformed
+from cq2a.adapters.llm.structured import Malformed, Until
 from cq2a.language.lexicon import BLANK
 from cq2a.models.candidates import at_step, settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
@@ -32,6 +33,29 @@ class GeneratedQuestions(BaseModel):
     """The structured output of both question generation prompts (Table I)."""
 
     questions: list[GeneratedQuestion] = Field(default_factory=list)
+
+
+#: Whether an explanation (as far as it is written) is all a check reads of it, per answer.
+Explained = Callable[[Answer], Callable[[str], bool]]
+
+
+def until_explained(count: int, explained: Callable[[str], bool]) -> Until:
+    """Stop a generation request once it has written its ``count`` questions and the last
+    one's explanation is ``explained``: the question is whole (its explanation has begun, and
+    the schema writes the question first) and the explanation holds what its check reads (the
+    target, for Completeness). Every earlier explanation was written whole before the next
+    question began. The rest of an explanation changes no check and is not written."""
+
+    def enough(output: dict[str, Any]) -> bool:
+        questions = output.get("questions")
+        if not isinstance(questions, list) or len(questions) < count:
+            return False
+        last = questions[count - 1]
+        if not isinstance(last, dict) or list(last)[-2:] != ["question", "explanation"]:
+            return False
+        return isinstance(last["explanation"], str) and explained(last["explanation"])
+
+    return Until(name=f"explained:{count}", enough=enough)
 
 
 def slots_per_answer(answer: Answer, per_entity: int, per_relation: int) -> int:
@@ -237,9 +261,12 @@ def generate_questions(
     seed_offset: int,
     standalone: bool = False,
     asked: frozenset[str] = frozenset(),
+    explained: Explained | None = None,
 ) -> list[Candidate]:
     """One generation request for the slots of one answer (III-B); a relation slot whose
-    question was rejected may get the template instead (``takes_template``).
+    question was rejected may get the template instead (``takes_template``). ``explained``:
+    the request stops once its last explanation holds what the explanation check reads
+    (``until_explained``).
 
     A failed call spends no attempt: the slots keep the error and are asked for again in the
     next round, or by ``--resume`` / ``--retry-errors``."""
@@ -248,7 +275,14 @@ def generate_questions(
         assert answer.triple is not None and answer.triple.template is not None
         rest = [slot for index, slot in enumerate(slots) if index != templated]
         generated = generate_questions(
-            client, answer, context, rest, seed_offset, standalone, asked | {answer.triple.template}
+            client,
+            answer,
+            context,
+            rest,
+            seed_offset,
+            standalone,
+            asked | {answer.triple.template},
+            explained,
         )
         generated.insert(templated, template_attempt(slots[templated]))
         return generated
@@ -256,9 +290,15 @@ def generate_questions(
         return []
     feedback = feedback_for(slots)
     system, user = generation_messages(answer, context, len(slots), feedback, standalone)
+    until = until_explained(len(slots), explained(answer)) if explained is not None else None
     try:
         outputs = client.structured(
-            system, user, GeneratedQuestions, seed_offset=seed_offset, max_items=len(slots)
+            system,
+            user,
+            GeneratedQuestions,
+            seed_offset=seed_offset,
+            max_items=len(slots),
+            until=until,
         )
     except LLMCallFailed as error:
         return [slot.model_copy(update={"error": str(error)}) for slot in slots]
@@ -297,9 +337,11 @@ def generation_round(
     answers: Sequence[Answer],
     candidates: Sequence[Candidate],
     limits: GenerationLimits,
+    explained: Explained | None = None,
 ) -> list[Candidate]:
     """Fill every slot waiting for a question: new answers' slots, and rejected slots again;
-    one request per answer, for all of its waiting slots. Returns the slots it asked for."""
+    one request per answer, for all of its waiting slots (stopped once explained, given
+    ``explained``). Returns the slots it asked for."""
     new = slots_for_new_answers(
         answers, candidates, limits.questions_per_entity, limits.questions_per_relation
     )
@@ -323,6 +365,7 @@ def generation_round(
             seed_offset=len(first.attempts),
             standalone=limits.standalone_questions,
             asked=frozenset(asked.get(first.answer.id, ())),
+            explained=explained,
         )
 
     filled = parallel_map(ask, list(by_answer.values()), limits.concurrency)

@@ -108,6 +108,8 @@ class RecordedRequest(BaseModel):
     completion_tokens: int = 0
     started: float
     ended: float = 0.0
+    #: Events sent of a streamed reply.
+    streamed: int = 0
 
 
 class UnmatchedPrompt(LookupError):
@@ -232,6 +234,7 @@ class ScriptedLLMServer:
     reports ``total_slots``, and a request for more than N choices is refused (HTTP 400).
     Faults come from ``fail_next`` first, then from ``faults``. Only chat requests are recorded;
     ``keep_requests=False`` only counts them (``served``), so a long benchmark's server stays small.
+    A request with ``stream`` gets its reply as server-sent events, ``stream_delay_s`` apart.
     """
 
     def __init__(
@@ -241,6 +244,7 @@ class ScriptedLLMServer:
         honour_n: bool = True,
         slots: int | None = None,
         latency_s: float = 0.0,
+        stream_delay_s: float = 0.0,
         faults: FaultPlan | None = None,
         retry_after_s: float = 0.05,
         timeout_hold_s: float = 2.0,
@@ -249,7 +253,7 @@ class ScriptedLLMServer:
     ) -> None:
         self.responder: Responder = responder if responder is not None else Rules()
         self.honour_n, self.latency_s, self.faults = honour_n, latency_s, faults
-        self.slots = slots
+        self.slots, self.stream_delay_s = slots, stream_delay_s
         self.retry_after_s, self.timeout_hold_s, self.model = retry_after_s, timeout_hold_s, model
         self.keep_requests = keep_requests
         self.served = 0
@@ -333,8 +337,8 @@ class ScriptedLLMServer:
             return self._send(handler, record, 400, _error(f"bad request body: {exc}", "invalid"))
         record.n = request.n
         record.prompt_tokens = estimate_tokens(request.prompt_text)
-        if request.stream:
-            message = "stream=true is not supported by the scripted server"
+        if request.stream and request.n > 1:
+            message = "stream=true takes one choice (n=1)"
             return self._send(handler, record, 400, _error(message, "invalid_request_error"))
         if self.slots is not None and request.n > self.slots:
             message = f"n_cmpl must be between 1 and {self.slots} (the server's slots)"
@@ -349,7 +353,56 @@ class ScriptedLLMServer:
         except Exception as exc:  # the responder is test code: report any failure loudly
             no_retry = {"x-should-retry": "false"}
             return self._send(handler, record, 500, _error(str(exc), "responder_error"), no_retry)
-        self._send(handler, record, 200, self._envelope(record, choices))
+        envelope = self._envelope(record, choices)
+        if request.stream:
+            return self._stream(handler, record, envelope, request)
+        self._send(handler, record, 200, envelope)
+
+    def _stream(
+        self,
+        handler: _Handler,
+        record: RecordedRequest,
+        envelope: dict[str, Any],
+        request: ChatRequest,
+    ) -> None:
+        """The reply as server-sent events, a token (4 characters, as ``estimate_tokens``
+        counts them) per chunk, ``stream_delay_s`` apart. A client that closes the stream
+        stops it: ``record.streamed`` counts the events that went, and its completion tokens
+        are the chunks sent, as a server that stops decoding counts them."""
+        choices = envelope["choices"]
+        content = choices[0]["message"]["content"] or "" if choices else ""
+        pieces = [content[i : i + 4] for i in range(0, len(content), 4)]
+        head = {k: envelope[k] for k in ("id", "created", "model")}
+        head["object"] = "chat.completion.chunk"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        events = [chunk({"role": "assistant", "content": ""})] if choices else []
+        events += [chunk({"content": piece}) for piece in pieces]
+        if choices:
+            events.append(chunk({}, choices[0]["finish_reason"]))
+        if (request.raw.get("stream_options") or {}).get("include_usage"):
+            events.append(head | {"choices": [], "usage": envelope["usage"]})
+        record.status, record.choices = 200, len(choices[:1])
+        record.completion_tokens = 0
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.close_connection = True
+            for event in events:
+                handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                handler.wfile.flush()
+                record.streamed += 1
+                record.completion_tokens += any(c["delta"].get("content") for c in event["choices"])
+                self._stopping.wait(self.stream_delay_s)
+            handler.wfile.write(b"data: [DONE]\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client had what it needed
+        finally:
+            record.ended = time.time()
 
     def _choice(self, request: ChatRequest, index: int, reply: Reply) -> dict[str, Any]:
         tool = request.tool_name() if request.tools else None
@@ -403,7 +456,10 @@ class ScriptedLLMServer:
         count = request.n if self.honour_n else 1
         content = '{"truncated": ' if kind == "malformed_content" else None
         choices = [self._choice(request, i, content) for i in range(count)] if content else []
-        self._send(handler, record, 200, self._envelope(record, choices))
+        envelope = self._envelope(record, choices)
+        if request.stream:
+            return self._stream(handler, record, envelope, request)
+        self._send(handler, record, 200, envelope)
 
     def _send(
         self,

@@ -70,10 +70,15 @@ class ChoiceRequests:
         seed: int,
         response_format: dict[str, Any] | None,
         cacheable: Callable[[str], bool] | None,
+        until: str | None = None,
     ) -> list[str]:
         """``n`` choices, choice ``i`` sampled with seed ``seed + i``: cached ones from the cache,
-        the others through ``send``; ``cacheable`` says which new ones the cache keeps."""
-        requests = [self._choice_request(messages, seed + i, response_format) for i in range(n)]
+        the others through ``send``; ``cacheable`` says which new ones the cache keeps.
+        ``until``: the rule that stops each choice early (``structured.Until``), one choice
+        per request, its name in the cache key."""
+        requests = [
+            self._choice_request(messages, seed + i, response_format, until) for i in range(n)
+        ]
         keys = [cache_key(request) for request in requests]
         texts = self._cached(keys)
         missing = [i for i in range(n) if i not in texts]
@@ -83,6 +88,7 @@ class ChoiceRequests:
             # server that returns fewer than asked does not honour n, and gets one at a time.
             run = [missing[0]]
             most = (self.max_choices or n) if self.supports_n() is not False else 1
+            most = 1 if until is not None else most
             while run[-1] + 1 in missing and len(run) < most:
                 run.append(run[-1] + 1)
             reply = send(messages, request_params(len(run), seed + run[0], response_format))
@@ -105,14 +111,19 @@ class ChoiceRequests:
         return texts
 
     def _choice_request(
-        self, messages: list[Any], seed: int, response_format: dict[str, Any] | None
+        self,
+        messages: list[Any],
+        seed: int,
+        response_format: dict[str, Any] | None,
+        until: str | None,
     ) -> dict[str, Any]:
         """What identifies one choice in the cache: no ``n``, no server address."""
-        return {
+        request = {
             "model": self.spec.cache_identity(),
             "messages": [(m.type, m.content) for m in messages],
             "params": request_params(1, seed, response_format),
         }
+        return request if until is None else {**request, "until": until}
 
     def supports_n(self) -> bool | None:
         """Whether the server honours ``n``: as the spec says, else as learnt (None: not yet

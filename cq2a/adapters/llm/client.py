@@ -18,7 +18,10 @@ On top of it the client adds what a long, paid run needs:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any, TypeVar, cast
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -38,13 +41,18 @@ from cq2a.adapters.llm.errors import (
     sdk_retried_errors,
     unusable_reply,
 )
-from cq2a.adapters.llm.factory import chat_model
+from cq2a.adapters.llm.factory import chat_model, max_tokens_body
 from cq2a.adapters.llm.limits import RequestLimits
-from cq2a.adapters.llm.structured import Malformed, parse_structured, response_format_for
+from cq2a.adapters.llm.structured import Malformed, Until, parse_structured, response_format_for
 from cq2a.adapters.llm.usage import SpendingMeter, Usage, count_usage
 from cq2a.settings import LLMSpec, Settings
 
 T = TypeVar("T", bound=BaseModel)
+
+#: The chat roles of LangChain's message types.
+_ROLES = {"system": "system", "human": "user", "ai": "assistant"}
+#: A streamed piece that ends the word before it.
+_ENDS_A_WORD = re.compile(r"\W")
 
 
 class ChatClient:
@@ -100,11 +108,13 @@ class ChatClient:
         seed_offset: int = 0,
         max_items: int | None = None,
         max_length: Mapping[str, int] | None = None,
+        until: Until | None = None,
     ) -> list[T | Malformed]:
         """``n`` completions parsed into ``schema``; unparseable ones are asked for again, up
         to ``malformed_retries`` times. ``max_items``: the most items the schema's lists may
         hold in the request; ``max_length``: the most characters of some of its strings, by
-        name (the parse takes whatever came).
+        name (the parse takes whatever came); ``until``: each choice is streamed, one request
+        each, and stopped once what it has written is enough (``Until``).
 
         Not a retry of a failed request (``_send_with_retries`` does that): each further ask is
         a new sample, for the choices still missing only, under seeds of its own (1000 on), so
@@ -117,19 +127,22 @@ class ChatClient:
             if wanted <= 0:
                 break
             texts = self.choices.complete(
-                self._send_with_retries,
+                partial(self._send_with_retries, until=until),
                 messages,
                 n=wanted,
                 seed=self.settings.seed + seed_offset + 1000 * ask,
                 response_format=response_format,
                 # an output that does not parse is not a result: asked again next time
                 cacheable=lambda text: not isinstance(parse_structured(text, schema), Malformed),
+                until=until.name if until is not None else None,
             )
             parsed = [parse_structured(text, schema) for text in texts]
             results = [r for r in results if not isinstance(r, Malformed)] + parsed
         return results[:n]
 
-    def _send_with_retries(self, messages: list[Any], params: dict[str, Any]) -> Completion:
+    def _send_with_retries(
+        self, messages: list[Any], params: dict[str, Any], until: Until | None = None
+    ) -> Completion:
         """One call: a request, sent again by tenacity while its reply is unusable.
 
         One retry layer per failure: the OpenAI SDK retries 429, 5xx, timeouts and lost
@@ -148,7 +161,7 @@ class ChatClient:
         )
         with breaker.call():
             try:
-                completion = retrying(self._send_once, messages, params)
+                completion = retrying(self._send_once, messages, params, until)
             except fatal_errors() as error:
                 # A wrong key or model name fails every call alike: stop the run at once.
                 raise LLMUnavailable(
@@ -175,10 +188,15 @@ class ChatClient:
             "Check that the server is up (cq2a doctor) or lower --concurrency."
         )
 
-    def _send_once(self, messages: list[Any], params: dict[str, Any]) -> Completion:
+    def _send_once(
+        self, messages: list[Any], params: dict[str, Any], until: Until | None
+    ) -> Completion:
         """One request within the slots and a spending reservation."""
         with self.limits.hold(messages, params["n"]):
-            completion = self._send(messages, params)
+            if until is None:
+                completion = self._send(messages, params)
+            else:
+                completion = self._stream(messages, params, until)
             self.limits.record(completion.usage)
         count_usage(completion.usage)
         if not completion.texts:
@@ -204,6 +222,62 @@ class ChatClient:
             raise UnusableReply(str(error)) from error
         texts = [generation.text for generation in result.generations[0]]
         return Completion(texts=texts, usage=usage)
+
+    def _stream(self, messages: list[Any], params: dict[str, Any], until: Until) -> Completion:
+        """One choice, streamed, and closed as soon as ``until`` says it has written enough:
+        a server stops decoding when its client goes (llama.cpp does; a hosted API bills what
+        it sent). Sent with the OpenAI SDK itself, as ``ChatOpenAI`` would send it (its model,
+        sampling, token cap, timeout and retries, and the role's rate limit): LangChain's
+        stream of a structured output parses the whole reply at its end, which a choice
+        stopped early never has.
+
+        A choice stopped early has no usage from the server: its completion tokens are the
+        chunks received (a token each from llama.cpp), its prompt tokens estimated at 4
+        characters a token. A reply that streams no choice is unusable, as a reply without
+        choices is."""
+        if self.limits.rate_limiter is not None:
+            self.limits.rate_limiter.acquire(blocking=True)
+        stream = self.model.root_client.chat.completions.create(
+            model=self.spec.model,
+            messages=[{"role": _ROLES[m.type], "content": m.content} for m in messages],
+            temperature=self.spec.temperature,
+            max_completion_tokens=self.spec.max_tokens,
+            extra_body=max_tokens_body(self.spec.backend, self.spec.max_tokens),
+            stream=True,
+            stream_options={"include_usage": True},
+            **{key: value for key, value in params.items() if key != "n"},
+        )
+        text, chunks, choices, usage = "", 0, 0, None
+        with stream:
+            for chunk in _chunks(stream):
+                if chunk.usage is not None:
+                    usage = Usage(
+                        requests=1,
+                        prompt_tokens=chunk.usage.prompt_tokens,
+                        completion_tokens=chunk.usage.completion_tokens,
+                    )
+                if not chunk.choices:
+                    continue
+                choices += 1
+                piece = chunk.choices[0].delta.content or ""
+                text, chunks = text + piece, chunks + bool(piece)
+                # a word just ended: the output may now hold enough
+                if _ENDS_A_WORD.search(piece) and (kept := until.reached(text)) is not None:
+                    prompt = math.ceil(sum(len(str(m.content)) for m in messages) / 4)
+                    return Completion(
+                        [kept], Usage(requests=1, prompt_tokens=prompt, completion_tokens=chunks)
+                    )
+        if not choices:
+            raise UnusableReply("the server streamed no choice")
+        return Completion(texts=[text], usage=usage or Usage(requests=1, completion_tokens=chunks))
+
+
+def _chunks(stream: Any) -> Iterator[Any]:
+    """The chunks of a stream; one the SDK cannot read makes the reply unusable."""
+    try:
+        yield from stream
+    except reply_errors() as error:
+        raise UnusableReply(str(error)) from error
 
 
 def cut_off_completion(completion: Any) -> Completion:

@@ -4,15 +4,20 @@ completion into it (a ``Malformed`` record when it does not parse, never an exce
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langchain_core.utils.json import parse_json_markdown
+from langchain_core.utils.json import parse_json_markdown, parse_partial_json
 from pydantic import BaseModel, ValidationError
 
 from cq2a.settings import LLMSpec
 
 T = TypeVar("T", bound=BaseModel)
+
+#: The word a streamed output may still be in the middle of.
+_LAST_WORD = re.compile(r"\w+$")
 
 
 class Malformed(BaseModel):
@@ -66,3 +71,28 @@ def parse_structured(text: str, schema: type[T]) -> T | Malformed:
         return schema.model_validate(parse_json_markdown(text, parser=json.loads))
     except (ValidationError, ValueError) as error:
         return Malformed(raw=text[:2000], error=str(error).splitlines()[0][:300])
+
+
+@dataclass(frozen=True)
+class Until:
+    """Stop a structured completion as soon as what it has written is ``enough``: the words a
+    check reads are there, and what the model would write after them would be thrown away.
+
+    ``enough`` gets the output written so far up to its last whole word (the word being written
+    may go on: "Norman" of "Normandy" never counts), its open strings, lists and objects
+    closed; the output kept is that closed prefix. ``name`` says which rule stops it, for the
+    cache key (a choice cut short is another output than the whole one)."""
+
+    name: str
+    enough: Callable[[dict[str, Any]], bool]
+
+    def reached(self, text: str) -> str | None:
+        """The output to keep, once ``text`` (written so far) is enough; else None."""
+        whole_words = _LAST_WORD.sub("", text)
+        try:
+            written = parse_partial_json(whole_words)
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(written, dict) or not self.enough(written):
+            return None
+        return json.dumps(written, ensure_ascii=False)
