@@ -197,8 +197,8 @@ class _VotingJudge:
     def __init__(self, scores: list[int], explained: int | None = None) -> None:
         self.scores, self.explained, self.calls = scores, explained, []
 
-    def structured(self, system, user, schema, n=1, seed_offset=0, max_length=None):
-        self.calls.append((n, seed_offset, max_length))
+    def structured(self, system, user, schema, n=1, seed_offset=0, max_length=None, until=None):
+        self.calls.append((n, seed_offset, max_length, until and until.name))
         if max_length == {"explanation": 0}:
             return [schema(score=s, explanation="") for s in self.scores[seed_offset:][:n]]
         (score,) = self.scores[seed_offset:][:1]
@@ -232,8 +232,9 @@ def test_the_judges_votes_write_scores_and_only_the_median_vote_its_explanation(
     judge = _VotingJudge([90, 10, 30])
     found, _ = judge_answer(judge, "ctx", "q?", "gold", "sut", votes=3, judge_threshold=50)
     assert found is not None and (found.score, found.explanation) == (30, "scored 30")
-    # three scores without explanations, then the median vote (seed offset 2) explained
-    assert judge.calls == [(3, 0, {"explanation": 0}), (1, 2, None)]
+    # three scores without explanations, then the median vote (seed offset 2) explained, as far
+    # as its first sentence
+    assert judge.calls == [(3, 0, {"explanation": 0}, None), (1, 2, None, "first sentence")]
     # explained on the other side of the threshold (another seed after a malformed vote): the
     # verdict stands on the votes, without an explanation that argues against it
     found, _ = judge_answer(
@@ -242,7 +243,7 @@ def test_the_judges_votes_write_scores_and_only_the_median_vote_its_explanation(
     assert found is not None and (found.score, found.explanation) == (30, "")
     # a server that ignores the bound: the median vote's own explanation, no further request
     judge = _VotingJudge([90, 10, 30])
-    judge.structured = lambda system, user, schema, n=1, seed_offset=0, max_length=None: [
+    judge.structured = lambda system, user, schema, n=1, seed_offset=0, max_length=None, **_: [
         schema(score=s, explanation=f"scored {s}") for s in [90, 10, 30]
     ]
     found, _ = judge_answer(judge, "ctx", "q?", "gold", "sut", votes=3, judge_threshold=50)

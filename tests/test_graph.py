@@ -209,9 +209,11 @@ def test_the_judge_votes_and_its_median_decides(scripted_llm):
     assert split.judge_confident is False  # one vote on the other side of 50
     assert sure.judge_score == 5 and sure.bug and sure.judge_confident is True
     judge_requests = [r for r in scripted_llm.requests if "gold_answer" in str(r.body["messages"])]
-    # the votes are one request each, then the median vote (its seed) asked for its explanation
-    assert sorted(r.body["n"] for r in judge_requests) == [1, 1, 3, 3]
-    assert split.judge_explanation.endswith(": 70") and sure.judge_explanation.endswith(": 5")
+    # the votes are one request each, then the median vote (its seed) asked for its explanation,
+    # streamed and closed after its first sentence
+    assert sorted(r.body.get("n", 1) for r in judge_requests) == [1, 1, 3, 3]
+    assert [r.body.get("stream", False) for r in judge_requests].count(True) == 2
+    assert split.judge_explanation.endswith(": 70.") and sure.judge_explanation.endswith(": 5.")
 
 
 def test_sut_is_called_in_batches(scripted_llm):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import render_prompt, system_prompt
-from cq2a.adapters.llm.structured import Malformed
+from cq2a.adapters.llm.structured import Malformed, Until
 from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
     is_abstention,
@@ -114,6 +115,25 @@ class JudgeScores(BaseModel):
 #: vote's explanation cannot change it, and one explanation, the median vote's, is asked for
 #: afterwards (``judge_answer``).
 SCORE_ONLY = {"explanation": 0}
+#: A sentence that has ended: another one has begun after it.
+_SENTENCE_ENDED = re.compile(r"[.!?]\s+\S")
+
+
+def _first_sentence_written(output: dict[str, Any]) -> bool:
+    explanation = output.get("explanation")
+    return isinstance(explanation, str) and _SENTENCE_ENDED.search(explanation) is not None
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence (all of it when it has one)."""
+    ended = _SENTENCE_ENDED.search(text)
+    return text[: ended.start() + 1] if ended else text.strip()
+
+
+#: The verdict's explanation is its first sentence: it says why the answers agree or differ
+#: ("... names a region in France, not Iceland."); what the judge writes after it restates the
+#: criteria, and the stream is closed there.
+FIRST_SENTENCE = Until(name="first sentence", enough=_first_sentence_written)
 
 
 def judge_answer(
@@ -156,7 +176,7 @@ def judge_answer(
     if not explanation:
         explained = _explained(client, system, user, outputs.index(middle))
         if explained is not None and consistent_by_judge(explained.score, judge_threshold) == side:
-            explanation = explained.explanation
+            explanation = first_sentence(explained.explanation)
     return (
         JudgeScores(
             score=score,
@@ -169,10 +189,12 @@ def judge_answer(
 
 
 def _explained(client: ChatClient, system: str, user: str, vote: int) -> JudgeVerdict | None:
-    """Vote number ``vote`` (its seed) asked again with its explanation; None when that call
-    fails or does not parse."""
+    """Vote number ``vote`` (its seed) asked again with its explanation, its first sentence
+    (``FIRST_SENTENCE``); None when that call fails or does not parse."""
     try:
-        (output,) = client.structured(system, user, JudgeVerdict, seed_offset=vote)
+        (output,) = client.structured(
+            system, user, JudgeVerdict, seed_offset=vote, until=FIRST_SENTENCE
+        )
     except LLMCallFailed:
         return None
     return output if isinstance(output, JudgeVerdict) else None

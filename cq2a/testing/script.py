@@ -34,6 +34,10 @@ def user_text(request: ChatRequest) -> str:
     return str(request.messages[-1].get("content", ""))
 
 
+#: What the scripted judge writes after the sentence that explains its score.
+JUDGE_RESTATES = "Both answers were read against the context and the question."
+
+
 @dataclass
 class PipelineScript:
     """Plays the generator, re-asker, judge and (optionally) a chat SUT.
@@ -83,7 +87,8 @@ class PipelineScript:
         score = self.judge(gold, sut)
         if isinstance(score, list):  # vote i of the list is the choice seeded seed + i
             score = score[((request.seed or 0) + index) % len(score)]
-        return {"score": score, "explanation": f"{sut!r} vs {gold!r}: {score}"}
+        why = f"{sut!r} vs {gold!r}: {score}. {JUDGE_RESTATES}"
+        return {"score": score, "explanation": why}
 
     def _sut(self, request: ChatRequest, index: int) -> str:
         assert self.sut is not None
