@@ -281,3 +281,28 @@ def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_par
     assert (failed.stage, failed.bug, failed.sut_answer) == ("unjudged", False, "")
     assert failed.judge_explanation == "sut error: chat:m failed: OpenAIAPIError: 500"
     assert (answered.stage, answered.bug) == ("similarity", False)
+
+
+@pytest.mark.parametrize(
+    ("explanation", "first"),
+    [
+        ("The two answers differ. Both are names.", "The two answers differ."),
+        ("Answers differ! See the context", "Answers differ!"),
+        ("The U.S. Army is named, not Iceland. Next.", "The U.S. Army is named, not Iceland."),
+        (
+            "Mr. Royall is the boarder, e.g. the one. Then more",
+            "Mr. Royall is the boarder, e.g. the one.",
+        ),
+        ("One sentence only.", "One sentence only."),
+        ("'England' vs 'a treaty': 5. Both", "'England' vs 'a treaty': 5."),
+        ("J. Smith wrote it ", "J. Smith wrote it"),
+    ],
+)
+def test_the_verdicts_explanation_is_its_first_sentence_initials_and_abbreviations_aside(
+    explanation, first
+):
+    from cq2a.oracle.judge import FIRST_SENTENCE, first_sentence
+
+    assert first_sentence(explanation) == first
+    ended = explanation.rstrip() != first
+    assert FIRST_SENTENCE.enough({"score": 0, "explanation": explanation}) is ended

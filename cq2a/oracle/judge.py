@@ -115,19 +115,33 @@ class JudgeScores(BaseModel):
 #: vote's explanation cannot change it, and one explanation, the median vote's, is asked for
 #: afterwards (``judge_answer``).
 SCORE_ONLY = {"explanation": 0}
-#: A sentence that has ended: another one has begun after it.
-_SENTENCE_ENDED = re.compile(r"[.!?]\s+\S")
+#: A mark that may end a sentence, then the next word: the word before the mark decides.
+_END_MARK = re.compile(r"(\S*)[.!?]\s+\S")
+#: Words a full stop follows inside a sentence ("Mr. Royall", "e.g. the"), lower-cased.
+_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "e.g", "i.e", "etc"})
+
+
+def _sentence_end(text: str) -> int | None:
+    """Where the first sentence of ``text`` ends (its mark's index), once another has begun;
+    a mark after an initial ("U.S. Army", "J. Smith") or an abbreviation ends none."""
+    for mark in _END_MARK.finditer(text):
+        word = mark.group(1).lstrip("(\"'").lower()
+        last = word.split(".")[-1]  # "s" of "U.S", "j" of "J"
+        initial = len(last) == 1 and last.isalpha()
+        if not initial and word not in _ABBREVIATIONS:
+            return mark.end(1)
+    return None
 
 
 def _first_sentence_written(output: dict[str, Any]) -> bool:
     explanation = output.get("explanation")
-    return isinstance(explanation, str) and _SENTENCE_ENDED.search(explanation) is not None
+    return isinstance(explanation, str) and _sentence_end(explanation) is not None
 
 
 def first_sentence(text: str) -> str:
     """``text`` up to the end of its first sentence (all of it when it has one)."""
-    ended = _SENTENCE_ENDED.search(text)
-    return text[: ended.start() + 1] if ended else text.strip()
+    end = _sentence_end(text)
+    return text[: end + 1] if end is not None else text.strip()
 
 
 #: The verdict's explanation is its first sentence: it says why the answers agree or differ
