@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from cq2a.checks.rules import explanation_check
 from cq2a.generation.bridging import bridge_questions
-from cq2a.generation.questions import generation_round
+from cq2a.generation.questions import Explained, generation_round
 from cq2a.graph.state import ContextState
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.models.records import Answer
@@ -24,6 +24,7 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
     """Fill every slot waiting for a question: new answers' slots, and rejected slots again."""
     passage = state["context"]
     run = services(runtime)
+    speech = run.speaking(passage.language)
     round_number = state.get("rounds", 0) + 1
     emit("stage_started", context_id=passage.id, stage="generate", round=round_number)
     with stage("generate", passage.id, round=round_number) as report:
@@ -33,16 +34,16 @@ def generate(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             state.get("answers", []),
             state.get("candidates", []),
             generation_limits(run.settings),
-            explained_for(run.speaking(passage.language).lemmatize),
+            explained_for(speech.lemmatize),
         )
-        asked = bridge_questions(asked, run.speaking(passage.language).parse_question)
+        asked = bridge_questions(asked, speech.parse_question)
         emit_outcomes(passage.id, "generate", asked)  # slots the model wrote no question for
         written = [c for c in asked if c.error is None and c.current.question]
         report.counts = {"questions": len(written)}
     return {"candidates": asked, "usage": report.usage, "rounds": round_number}
 
 
-def explained_for(lemmatize: Lemmatizer) -> Callable[[Answer], Callable[[str], bool]]:
+def explained_for(lemmatize: Lemmatizer) -> Explained:
     """Whether an explanation written so far passes the check the check node will run on it
     (``explanation_check``): the generator stops there. An unanswerable question's
     explanation is read by no check, so its request stops once the question is written."""

@@ -616,10 +616,12 @@ def _question_checks(
 ) -> list[CheckResult]:
     length = question_length_is_ok(question, min_chars, max_chars)
     kind = answer.kind.question_kind
+    explain = explanation_check(answer)
+    explained = [explain(answer, explanation, lemmatize)] if explain is not None else []
     if kind == "yesno":
         return [
             question_has_its_form(answer, question),
-            explanation_is_grounded(answer, explanation, lemmatize),
+            *explained,
             length,
             question_adds_no_ranking(answer, question, lemmatize),
         ]
@@ -630,7 +632,7 @@ def _question_checks(
             length,
         ]
     results = [
-        explanation_is_complete(answer, explanation, lemmatize),
+        *explained,
         answer_leaks_into_question(answer, question, lemmatize, leak_rule),
         length,
         question_mentions_both_entities(answer, question),

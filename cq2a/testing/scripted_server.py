@@ -353,6 +353,16 @@ class ScriptedLLMServer:
         except Exception as exc:  # the responder is test code: report any failure loudly
             no_retry = {"x-should-retry": "false"}
             return self._send(handler, record, 500, _error(str(exc), "responder_error"), no_retry)
+        self._reply(handler, record, request, choices)
+
+    def _reply(
+        self,
+        handler: _Handler,
+        record: RecordedRequest,
+        request: ChatRequest,
+        choices: list[dict[str, Any]],
+    ) -> None:
+        """A 200 reply with ``choices``: streamed when the request streams."""
         envelope = self._envelope(record, choices)
         if request.stream:
             return self._stream(handler, record, envelope, request)
@@ -456,10 +466,7 @@ class ScriptedLLMServer:
         count = request.n if self.honour_n else 1
         content = '{"truncated": ' if kind == "malformed_content" else None
         choices = [self._choice(request, i, content) for i in range(count)] if content else []
-        envelope = self._envelope(record, choices)
-        if request.stream:
-            return self._stream(handler, record, envelope, request)
-        self._send(handler, record, 200, envelope)
+        self._reply(handler, record, request, choices)
 
     def _send(
         self,

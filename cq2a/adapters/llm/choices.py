@@ -87,8 +87,9 @@ class ChoiceRequests:
             # choices seed, seed + 1...), at most as many as a local server has slots; a
             # server that returns fewer than asked does not honour n, and gets one at a time.
             run = [missing[0]]
-            most = (self.max_choices or n) if self.supports_n() is not False else 1
-            most = 1 if until is not None else most
+            # a streamed choice (``until``) goes alone
+            one_at_a_time = until is not None or self.supports_n() is False
+            most = 1 if one_at_a_time else (self.max_choices or n)
             while run[-1] + 1 in missing and len(run) < most:
                 run.append(run[-1] + 1)
             reply = send(messages, request_params(len(run), seed + run[0], response_format))
