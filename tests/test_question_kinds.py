@@ -334,19 +334,24 @@ def test_a_kind_whose_slots_all_failed_takes_no_more_slots_in_its_context() -> N
     pool = [*entities, *unanswerable, yes_no]
     active = [entities[0], unanswerable[0], yes_no]
     mix = {"entity": 0.4, "yesno": 0.2, "unanswerable": 0.4}
-    # one unanswerable slot rejected: too soon to tell, and the kind lags most, so it leads
-    candidates = [_accepted(entities[0]), _rejected(unanswerable[0])]
+    # nothing settled yet: the kind lags most, so it leads
+    candidates = [_accepted(entities[0])]
     assert cut_back(mix, candidates) == {}
     picked = next_answers(pool, active, candidates, mix=mix, spans=spans, count=2)
     assert picked[0].kind is AnswerKind.UNANSWERABLE
-    # two rejected and none accepted: its places go to the kinds that yield, by the mix
-    candidates.append(_rejected(unanswerable[0], slot=1))
-    assert cut_back(mix, candidates) == {"unanswerable": "2 of its slots rejected, none accepted"}
+    # its one slot rejected after every attempt: its places go to the kinds that yield, by the mix
+    candidates.append(_rejected(unanswerable[0]))
+    assert cut_back(mix, candidates) == {"unanswerable": "its one slot rejected"}
     picked = next_answers(pool, active, candidates, mix=mix, spans=spans, count=3)
     assert AnswerKind.UNANSWERABLE not in {a.kind for a in picked} and len(picked) == 3
+    candidates.append(_rejected(unanswerable[0], slot=1))
+    assert cut_back(mix, candidates) == {"unanswerable": "2 of its slots rejected, none accepted"}
+    # a kind with a test is never cut back, whatever else it lost
+    kept = [_accepted(yes_no), _rejected(yes_no, 1), _rejected(yes_no, 2)]
+    assert "yesno" not in cut_back(mix, [*candidates, *kept])
     # a pending yes/no slot is not settled: the kind is not judged on it
     pending = _rejected(yes_no).model_copy(update={"status": "pending", "next_step": "reask"})
-    assert "yesno" not in cut_back(mix, [*candidates, pending, _rejected(yes_no, 1)])
+    assert "yesno" not in cut_back(mix, [*candidates, pending])
     # every kind cut back: the context is done
     failed = [_rejected(a, slot) for a in active for slot in (0, 1)]
     assert next_answers(pool, active, failed, mix=mix, spans=spans, count=3) == []

@@ -219,3 +219,17 @@ def test_report_shows_the_mix_and_the_coverage_heat_map(run_dir: Path) -> None:
     assert "Question mix not honoured" in suite  # 3 entity tests of 3 against a chosen 80%
     assert "<td>yesno</td><td>20.0%</td><td>0.0%</td><td>0</td>" in suite
     assert suite.count('class="heat"') == 2 and "cell on" in suite
+
+
+def test_report_says_which_kinds_were_cut_back(run_dir: Path) -> None:
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    assert "Cut back" not in html
+    record = out.read_json(run_dir / out.RUN)
+    record["counts"] |= {"kinds_cut_back": {"unanswerable": 2, "relation": 1}}
+    out.write_json(run_dir / out.RUN, record)
+    suite = write_report(run_dir).read_text(encoding="utf-8")
+    suite = suite[suite.index('<section id="suite">') :]
+    cut = re.search(r"<p>Cut back \(([^)]*)\):\s*(.*?)</p>", suite, re.S)
+    assert cut is not None
+    assert "once its slots there, 1 or more, were all rejected" in cut.group(1)
+    assert cut.group(2).split() == "unanswerable in 2 contexts, relation in 1 context.".split()
