@@ -404,3 +404,35 @@ def test_side_by_side_counts_only_labelled_outputs_as_valid():
         "tokens_per_valid": 150,
     }
     assert with_labels({"seconds": 30.0, "tokens": 150}, outputs, {})["valid"] == 0
+
+
+def test_kind_yield_counts_coverage_slots_by_what_their_kind_did_first(tmp_path):
+    from evals.kind_yield import kind_yield
+
+    def write(name, records):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def case(answer_id, kind):  # test_cases.jsonl: the kind beside a string answer
+        return {"id": f"{answer_id}:q0", "context_id": answer_id[0], "kind": kind, "answer": "a"}
+
+    def rejected(answer_id, kind, question=0):  # rejected.jsonl: the answer record
+        return {"id": f"{answer_id}:q{question}", "context_id": answer_id[0],
+                "answer": {"kind": kind}}  # fmt: skip
+
+    write("test_cases.jsonl", [case("c:e0", "named-entity"), case("c:e4", "number"),
+                               case("d:y0", "yes-no"), case("d:y2", "yes-no")])  # fmt: skip
+    write("rejected.jsonl", [rejected("c:u0", "unanswerable"), rejected("c:u1", "unanswerable"),
+                             rejected("c:e5", "named-entity"), rejected("c:r0", "relation", 0),
+                             rejected("c:r0", "relation", 1), rejected("d:u2", "unanswerable"),
+                             rejected("d:m1", "multi-sentence")])  # fmt: skip
+    rounds = [["c:u1", "c:e4", "c:e5"], ["d:y2", "d:u2", "d:m1"]]
+    events = [{"event": "coverage_round", "answers": answers} for answers in rounds]
+    write("trace.jsonl", [{"event": "stage_started"}, *events])
+    rows = kind_yield([tmp_path])["coverage_round_slots"]
+    assert rows == {
+        "entity, first round yielded": {"accepted": 1, "slots": 2},
+        "multi_sentence, first round absent": {"accepted": 0, "slots": 1},
+        "unanswerable, first round all rejected": {"accepted": 0, "slots": 1},
+        "unanswerable, first round absent": {"accepted": 0, "slots": 1},
+        "yesno, first round yielded": {"accepted": 1, "slots": 1},
+    }

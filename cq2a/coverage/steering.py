@@ -68,7 +68,7 @@ def places_by_deficit(mix: Mix, accepted: Sequence[QuestionKind], count: int) ->
 #: without a test and none has given one (``cut_back``). One: on the demo's passages (tune
 #: part, eight runs), the coverage-round slots of a kind whose first-round slots had all been
 #: rejected after every attempt gave 3 tests in 35, where the entity slots of the same rounds
-#: gave 22 in 28 (evals/README.md, "Slots go where tests come from").
+#: gave 22 in 28 (``evals.kind_yield``; evals/README.md, "Slots go where tests come from").
 CUT_BACK_AFTER = 1
 
 
