@@ -366,7 +366,22 @@ def _is_identified(sentence: Sentence, noun: Token) -> bool:
     idiom")."""
     if _has_digits(noun) or _is_capitalised(noun) or _is_quoted_after(sentence, noun):
         return True
+    if _is_named_after(sentence, noun):
+        return True
     return any(_identifies(sentence, noun, d) for d in _dependents(sentence, noun))
+
+
+def _is_named_after(sentence: Sentence, noun: Token) -> bool:
+    """ "the religious charity, al-Haramain Foundation": a name set off by a comma right after
+    the noun is its apposition, wherever the parser attaches it, unless the name is a clause's
+    subject ("After the war, Britain ...")."""
+    after = sentence.tokens[noun.index : noun.index + 2]
+    if len(after) < 2 or after[0].text != "," or after[1].upos != "PROPN":
+        return False
+    name = after[1]
+    while name.deprel == "compound" and name.head > name.index:
+        name = sentence.tokens[name.head - 1]
+    return name.upos == "PROPN" and not name.deprel.startswith("nsubj")
 
 
 def _is_quoted_after(sentence: Sentence, noun: Token) -> bool:
