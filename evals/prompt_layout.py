@@ -15,6 +15,9 @@ comparison, what an unbounded prefix cache would process (each prompt minus its 
 common prefix with any earlier one, in characters / 4).
 
     python -m evals.prompt_layout runs/demo --json evals/results/prompt_layout.json
+
+``--cache-reuse 0,256`` replays each layout twice, the second time on a server started with
+``--cache-reuse 256`` (``ReusingServer``).
 """
 
 from __future__ import annotations
@@ -91,11 +94,28 @@ def unbounded_cache_tokens(prompts: list[Messages]) -> int:
     return missed // 4
 
 
-def replay(prompts: list[Messages], concurrency: int, slots: int) -> dict[str, Any]:
-    """Send ``prompts`` to a fresh server; what its ``/metrics`` say it did."""
+class ReusingServer(LocalLLMServer):
+    """The local server with ``--cache-reuse N``: a cached chunk of at least N tokens is reused,
+    shifted, where a new prompt has it at another position (the passage after another stage's
+    system message). Its keys and values were computed after other tokens than the new
+    prompt's, so what the model computes is an approximation: measured here, not used by runs."""
+
+    def __init__(self, *args: Any, reuse: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reuse = reuse
+
+    def command(self) -> list[str]:
+        return [*super().command(), "--cache-reuse", str(self.reuse)]
+
+
+def replay(prompts: list[Messages], concurrency: int, slots: int, reuse: int = 0) -> dict[str, Any]:
+    """Send ``prompts`` to a fresh server (``--cache-reuse reuse`` when not 0); what its
+    ``/metrics`` say it did."""
     path = ensure_model(DEFAULT_LOCAL_MODEL)
     alias = model_alias(DEFAULT_LOCAL_MODEL)
-    with LocalLLMServer(path, alias=alias, n_ctx=LOCAL_CONTEXT_WINDOW, slots=slots) as server:
+    kind: Any = ReusingServer if reuse else LocalLLMServer
+    extra = {"reuse": reuse} if reuse else {}
+    with kind(path, alias=alias, n_ctx=LOCAL_CONTEXT_WINDOW, slots=slots, **extra) as server:
         url = f"{server.base_url}/chat/completions"
 
         def send(messages: Messages) -> None:
@@ -124,6 +144,11 @@ def main() -> None:
     parser.add_argument("run_dir", help="a run directory with llm_cache.sqlite")
     parser.add_argument("--concurrency", type=int, default=Settings().concurrency)
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
+    parser.add_argument(
+        "--cache-reuse",
+        default="0",
+        help="comma-separated --cache-reuse chunk sizes to replay each layout with (0: off)",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     stored = stored_requests(Path(args.run_dir))
@@ -131,8 +156,10 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     for layout in args.layouts.split(","):
         prompts = [laid_out(system, user, layout) for system, user in stored]
-        results[layout] = {"unbounded_cache_tokens": unbounded_cache_tokens(prompts)}
-        results[layout] |= replay(prompts, args.concurrency, slots)
+        for reuse in (int(size) for size in args.cache_reuse.split(",")):
+            name = f"{layout}, cache-reuse {reuse}" if reuse else layout
+            results[name] = {"unbounded_cache_tokens": unbounded_cache_tokens(prompts)}
+            results[name] |= replay(prompts, args.concurrency, slots, reuse)
     columns = ["prompt_tokens", "prompt_tokens_cached", "cache_hit_rate", "prompt_seconds"]
     columns += ["wall_seconds", "unbounded_cache_tokens"]
     rows = [[layout] + [r[c] for c in columns] for layout, r in results.items()]

@@ -376,6 +376,16 @@ def test_shared_prefix_layout_puts_the_passage_before_the_stage_instructions():
     assert alone < unbounded_cache_tokens([one, two]) < 2 * alone
 
 
+def test_the_reusing_replay_server_adds_only_cache_reuse(tmp_path):
+    from cq2a.adapters.llm.local_server import LocalLLMServer
+    from evals.prompt_layout import ReusingServer
+
+    model = tmp_path / "m.gguf"
+    plain = LocalLLMServer(model, alias="m", port=8000, slots=2).command()
+    reusing = ReusingServer(model, alias="m", port=8000, slots=2, reuse=256).command()
+    assert reusing == [*plain, "--cache-reuse", "256"]
+
+
 def test_side_by_side_counts_only_labelled_outputs_as_valid():
     from cq2a.adapters.llm.local_server import counters_spent
     from evals.side_by_side import with_labels
