@@ -264,6 +264,17 @@ def test_a_ranking_word_its_sentence_lacks_is_a_false_premise():
     assert not question_adds_no_ranking(
         only, "Was the Normans the only people who gave their name to Normandy?"
     ).passed
+    # the same question without the word "only" (a later demo's accepted "no")
+    besides = "Were there any other groups that gave their name to Normandy besides the Normans?"
+    assert not question_adds_no_ranking(only, besides).passed
+    assert not question_adds_no_ranking(only, "Did anyone else give their name to it?").passed
+    # a sentence that says it makes it stated; a span question is not read for it
+    alone = only.model_copy(update={"sentence": "No other people gave their name to Normandy."})
+    assert question_adds_no_ranking(alone, besides).passed
+    region = make_answer("Normandy", AnswerKind.NAMED_ENTITY).model_copy(
+        update={"sentence": normans}
+    )
+    assert question_adds_no_ranking(region, "What region besides France did they name?").passed
     # a rank the sentence gives, changed, is how a "no" question is made
     ruler = make_answer("no", AnswerKind.YES_NO).model_copy(
         update={"sentence": "Rollo was their first ruler."}

@@ -83,6 +83,12 @@ _SECOND_QUESTION = re.compile(
 RANKING_WORDS = frozenset({"first", "last", "only", "sole"})
 #: The ranking words a yes/no question may swap for each other to make a "no".
 ORDER_WORDS = frozenset({"first", "last"})
+#: How a yes/no question asks "only" without the word ("Were there any other groups that gave
+#: their name to Normandy besides the Normans?").
+EXCLUSIVE = re.compile(
+    r"\b(?:besides|apart from|other than|except|any other|no other|anyone else|anything else)\b",
+    re.IGNORECASE,
+)
 #: Words that make the word after them a superlative ("the most prescribed").
 SUPERLATIVE_MARKERS = frozenset({"most", "least"})
 IRREGULAR_SUPERLATIVES = frozenset({"best", "worst"})
@@ -198,6 +204,11 @@ def ranks(text: str) -> set[str]:
     return {part for word in words(text) for part in word.split("-")} & RANKING_WORDS
 
 
+def exclusive(text: str) -> set[str]:
+    """{"only"} when a text says it without the word ("besides", "any other", "anyone else")."""
+    return {"only"} if EXCLUSIVE.search(text) else set()
+
+
 def superlatives(text: str, lemmatize: Lemmatizer) -> set[str]:
     """The superlatives of a text: "most" or "least" before another word ("the most
     prescribed"; not "most of", "at least"), "best" and "worst", and an adjective or adverb
@@ -227,15 +238,20 @@ def question_adds_no_ranking(
 
     A yes/no question may rank only where its sentence ranks: "Were the Normans the only people
     who gave their name to Normandy?" asks about something the passage is silent on, so
-    neither "yes" nor "no" is its answer; "Was Rollo the last ruler?" of "Rollo was their
-    first ruler" swaps a rank the sentence gives, which is how a "no" question is made. Given
+    neither "yes" nor "no" is its answer, and no more is "Were there any other groups that gave
+    their name to Normandy besides the Normans?" (``EXCLUSIVE``: "only" in other words); "Was
+    Rollo the last ruler?" of "Rollo was their first ruler" swaps a rank the sentence gives,
+    which is how a "no" question is made. Given
     ``lemmatize``, the same holds for a yes/no question's superlatives ("Is Vistaril the most
     prescribed preparation?" of a sentence that names it among others)."""
     yes_no = answer.kind is AnswerKind.YES_NO
     evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
+    if yes_no:
+        evidence |= exclusive(answer.sentence) | exclusive(answer.bridge or "")
     if yes_no and evidence & ORDER_WORDS:
         evidence |= ORDER_WORDS
-    added = sorted(ranks(question) - evidence)
+    asked = ranks(question) | (exclusive(question) if yes_no else set())
+    added = sorted(asked - evidence)
     if yes_no and lemmatize is not None and not added:
         stated = superlatives(answer.sentence, lemmatize)
         added = [] if stated else sorted(superlatives(question, lemmatize))
