@@ -20,14 +20,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cq2a.app import outputs as out
 from cq2a.models.records import AnswerKind
 
 
 def slots(run: Path) -> list[tuple[str, str, str, str]]:
     """(context id, answer id, question kind, status) for every settled slot of a run."""
     found: list[tuple[str, str, str, str]] = []
-    for name, status in (("test_cases.jsonl", "accepted"), ("rejected.jsonl", "rejected")):
-        for record in _lines(run / name):
+    for name, status in ((out.TEST_CASES, "accepted"), (out.REJECTED, "rejected")):
+        for record in out.read_jsonl(run / name):
             answer = record["answer"] if isinstance(record["answer"], dict) else record
             answer_id = str(record["id"]).rsplit(":", 1)[0]
             kind = AnswerKind(answer["kind"]).question_kind
@@ -39,7 +40,7 @@ def coverage_answers(run: Path) -> set[str]:
     """The answers the run's coverage rounds gave slots to."""
     return {
         answer
-        for event in _lines(run / "trace.jsonl")
+        for event in out.read_jsonl(run / out.TRACE)
         if event.get("event") == "coverage_round"
         for answer in event.get("answers", [])
     }
@@ -57,15 +58,7 @@ def kind_yield(runs: Sequence[Path]) -> dict[str, Any]:
                 first.setdefault((context, kind), []).append(status)
         for context, answer, kind, status in settled:
             if answer in later:
-                before = first.get((context, kind))
-                history = (
-                    "absent"
-                    if before is None
-                    else "yielded"
-                    if "accepted" in before
-                    else "all rejected"
-                )
-                counts[(kind, history, status)] += 1
+                counts[(kind, _history(first.get((context, kind))), status)] += 1
     rows = {}
     for kind, history in sorted({(k, h) for k, h, _ in counts}):
         accepted, rejected = (
@@ -91,11 +84,11 @@ def main(argv: Iterable[str] | None = None) -> None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+def _history(first_round: list[str] | None) -> str:
+    """What a kind's first-round slots in a context did, from their statuses."""
+    if first_round is None:
+        return "absent"
+    return "yielded" if "accepted" in first_round else "all rejected"
 
 
 if __name__ == "__main__":
