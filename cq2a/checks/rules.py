@@ -241,9 +241,9 @@ def question_adds_no_ranking(
     neither "yes" nor "no" is its answer, and no more is "Were there any other groups that gave
     their name to Normandy besides the Normans?" (``EXCLUSIVE``: "only" in other words); "Was
     Rollo the last ruler?" of "Rollo was their first ruler" swaps a rank the sentence gives,
-    which is how a "no" question is made. Given
-    ``lemmatize``, the same holds for a yes/no question's superlatives ("Is Vistaril the most
-    prescribed preparation?" of a sentence that names it among others)."""
+    which is how a "no" question is made. Given ``lemmatize``, the same holds for a yes/no
+    question's superlatives ("Is Vistaril the most prescribed preparation?" of a sentence that
+    names it among others)."""
     yes_no = answer.kind is AnswerKind.YES_NO
     evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
     if yes_no:
