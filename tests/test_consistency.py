@@ -5,6 +5,7 @@ import pytest
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.consistency.compare import compare_with_gold
 from cq2a.generation.questions import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
+from cq2a.language.answers import trims_the_gold
 from cq2a.language.parsing import lemmatizer
 from cq2a.models.candidates import settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, CheckResult, RejectReason
@@ -58,6 +59,58 @@ def test_compare_accepts_at_threshold_and_rejects_below():
     )
     assert result[0].current.similarity == 1.0 and not result[0].current.rejected
     assert result[1].current.reasons == [RejectReason.INCONSISTENT]
+
+
+@pytest.mark.parametrize(
+    ("gold", "majority", "trimmed"),
+    [
+        ("2 août 1940", "1940", True),  # the date cut to its year
+        ("268 m au-dessus du niveau de la mer", "268", True),
+        ("30 000 hommes", "30 000", True),
+        ("l’expédition de Petite Kabylie", "Petite Kabylie", True),
+        ("the first half of the 10th century", "10th century", True),
+        ("Maciot de Bethencourt", "Bethencourt", False),  # a name with its particle
+        ("10th and 11th centuries", "10th", False),
+        ("Harvard Crimson", "Harvard", False),  # a name cut in two is another name
+        ("30 000", "30", False),  # and a number another number
+        ("28 250 km2", "km2", False),  # the unit without its amount
+        ("Rollo's descendants", "Rollo", False),  # the possessor is not the phrase
+        ("the coast of Normandy", "coast of", False),  # function words left at an end
+        ("de la mer", "de", False),  # nothing but a function word
+        ("Normandy", "the Duchy of Normandy", False),  # longer than the gold
+        ("1040 and 1066", "1040 and", False),
+        ("Normandy", "Normandy", False),
+    ],
+)
+def test_a_majority_that_cuts_the_gold_short_at_one_end_trims_it(gold, majority, trimmed):
+    assert trims_the_gold(gold, majority) is trimmed
+
+
+def test_compare_accepts_a_trimmed_gold_below_the_threshold_and_no_other_answer():
+    def voted(gold: str, majority: str, kind: AnswerKind) -> Candidate:
+        answer = ANSWER.model_copy(update={"text": gold, "kind": kind})
+        attempt = Attempt(
+            number=1,
+            question="q",
+            explanation="e",
+            votes=[majority] * 5,
+            majority_answer=majority,
+            majority_count=5,
+        )
+        return Candidate(
+            id=f"c:e0:{gold}", context_id="c", answer=answer, slot=0, attempts=[attempt]
+        )
+
+    trimmed, other = compare_with_gold(
+        [
+            voted("2 août 1940", "1940", AnswerKind.ENTITY_PHRASE),
+            voted("2 août 1940", "1941", AnswerKind.ENTITY_PHRASE),
+        ],
+        lambda a, b: [0.72] * len(a),
+        threshold=0.73,
+    )
+    assert not trimmed.current.rejected and trimmed.current.similarity == 0.72
+    assert other.current.reasons == [RejectReason.INCONSISTENT]
 
 
 def test_settle_accepts_rejects_for_good_or_keeps_pending_and_names_the_next_step():
@@ -255,13 +308,13 @@ def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_par
     from cq2a.models.records import TestCase
     from cq2a.oracle.judge import OracleLimits, judge_verdicts
 
-    def case(n: int) -> TestCase:
+    def case(n: int, answer: str = "Rollo") -> TestCase:
         return TestCase(
             id=f"t{n}",
             context_id="c",
-            context="Rollo led the Normans.",
-            question="Who led the Normans?",
-            answer="Rollo",
+            context="Rollo led the Normans from 2 August 911.",
+            question="Who led the Normans?" if answer == "Rollo" else "When did Rollo lead?",
+            answer=answer,
             kind=AnswerKind.ENTITY_WORD,
             sentence="",
             explanation="",
@@ -270,17 +323,20 @@ def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_par
             similarity=1.0,
         )
 
-    failed, answered = judge_verdicts(
-        None,  # the judge is never asked: one answer failed, the other is similar enough
-        [case(0), case(1)],
-        [SUTError("chat:m failed: OpenAIAPIError: 500"), "Rollo"],
-        [0.0, 1.0],
+    failed, answered, trimmed = judge_verdicts(
+        None,  # the judge is never asked: one answer failed, the others are decided before it
+        [case(0), case(1), case(2, "2 August 911")],
+        [SUTError("chat:m failed: OpenAIAPIError: 500"), "Rollo", "911"],
+        [0.0, 1.0, 0.5],
         lemmatize=lemmatizer(spacy_parser),
         limits=OracleLimits(oracle_threshold=0.8, judge_threshold=50, concurrency=2, judge_votes=1),
     )
     assert (failed.stage, failed.bug, failed.sut_answer) == ("unjudged", False, "")
     assert failed.judge_explanation == "sut error: chat:m failed: OpenAIAPIError: 500"
     assert (answered.stage, answered.bug) == ("similarity", False)
+    # the gold cut short at one end, as the verification accepts it from the re-asker
+    assert (trimmed.stage, trimmed.bug) == ("rule", False)
+    assert trimmed.rule is not None and "cut short" in trimmed.rule
 
 
 @pytest.mark.parametrize(

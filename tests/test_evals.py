@@ -446,3 +446,32 @@ def test_kind_yield_counts_coverage_slots_by_what_their_kind_did_first(tmp_path)
         "unanswerable, first round absent": {"accepted": 0, "slots": 1},
         "yesno, first round yielded": {"accepted": 1, "slots": 1},
     }
+
+
+def test_trimmed_recounts_a_validity_run_with_and_without_the_rule():
+    from evals.trimmed import answer_lists, cut_short_in_lists, recount
+
+    records = [
+        {"id": "c1", "qas": [
+            {"question": "Quand ?", "answers": [{"text": "2 août 1940"}]},
+            {"question": "Combien ?", "answers": [{"text": "30 000 hommes"}, {"text": "30 000"}]},
+        ]},
+    ]  # fmt: skip
+    result = {
+        "settings": {"consistency_threshold": 0.73},
+        "reasked": [
+            {"context_id": "c1", "question": "Quand ?", "gold": "2 août 1940",
+             "majority": "1940", "similarity": 0.72},
+            {"context_id": "c1", "question": "Quand ?", "gold": "30 000 hommes",
+             "majority": "1940", "similarity": 0.1},
+            {"context_id": "c1", "question": "Combien ?", "gold": "30 000 hommes",
+             "majority": "30 000 hommes", "similarity": 1.0},
+        ],
+    }  # fmt: skip
+    figures = recount(result, answer_lists(records))
+    assert figures["human"] == {"pairs": 2, "similar": 1, "with_rule": 2}
+    assert figures["mismatched"] == {"pairs": 1, "similar": 0, "with_rule": 0}
+    assert [item["majority"] for item in figures["taken_by_the_rule"]] == ["1940"]
+    lists = cut_short_in_lists(records)
+    assert (lists["alternates"], lists["alternates_cut_short"]) == (1, 1)
+    assert (lists["answer_pairs"], lists["answer_pairs_cut_short"]) == (2, 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cq2a.language.answers import answer_tokens, is_abstention, normalize_yes_no
+from cq2a.language.answers import answer_tokens, is_abstention, normalize_yes_no, trims_the_gold
 from cq2a.language.embeddings import SimilarityPairs
 from cq2a.models.candidates import at_step, reject, settle, with_attempt
 from cq2a.models.records import Candidate, RejectReason
@@ -49,11 +49,15 @@ def answer_agrees(
 ) -> bool:
     """III-C2 step 2's decision for one majority answer of ``count`` of ``votes`` votes, given
     its similarity to the gold (``exact_agreement`` for yes/no and unanswerable golds): at
-    least ``threshold``; for a yes/no gold, by at least ``YES_NO_AGREEMENT`` of the votes; for
-    an unanswerable gold, by more than half of them (abstaining 2 times of 5 while the other 3
-    votes answer is no sign that the passage does not); never for a gold that is one item of
-    the majority's list."""
-    if similarity < threshold or one_item_of_a_list(gold, majority):
+    least ``threshold``, or the gold cut short at one end (``trims_the_gold``); for a yes/no
+    gold, by at least ``YES_NO_AGREEMENT`` of the votes; for an unanswerable gold, by more
+    than half of them (abstaining 2 times of 5 while the other 3 votes answer is no sign that
+    the passage does not); never for a gold that is one item of the majority's list."""
+    if one_item_of_a_list(gold, majority):
+        return False
+    if similarity < threshold and not (
+        exact_agreement(gold, majority) is None and trims_the_gold(gold, majority)
+    ):
         return False
     if normalize_yes_no(gold) is not None:
         return count >= YES_NO_AGREEMENT * votes

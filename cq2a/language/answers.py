@@ -10,7 +10,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from cq2a.language.lemmas import Lemmatizer
-from cq2a.language.lexicon import ARTICLES, FUNCTION_WORDS, NON_LEXICAL_VERBS, words
+from cq2a.language.lexicon import (
+    ARTICLES,
+    FUNCTION_WORDS,
+    NON_LEXICAL_VERBS,
+    cased_words,
+    words,
+)
 from cq2a.models.records import UNANSWERABLE
 
 _ANSWER_LABEL = re.compile(
@@ -76,6 +82,51 @@ def token_f1(prediction: list[str], gold: list[str]) -> float:
         return 0.0
     precision, recall = common / len(prediction), common / len(gold)
     return 2 * precision * recall / (precision + recall)
+
+
+def _has_a_number(words: list[str]) -> bool:
+    return any(w[:1].isdigit() for w in words)
+
+
+def _cuts_a_name(inside: str, outside: list[str]) -> bool:
+    """Whether a cut between ``inside`` (the kept word at the cut) and the words ``outside``
+    it (nearest first) splits a name or a number: "Harvard | Crimson", "Bethencourt | de
+    Maciot", "10th | and 11th centuries" (function words inside a name are skipped); a date's
+    year is not its month's name ("2 August | 911")."""
+    beyond = next((w for w in outside if w.casefold() not in FUNCTION_WORDS), None)
+    if beyond is None:
+        return False
+    names = inside[:1].isupper() and beyond[:1].isupper()
+    return names or (inside[:1].isdigit() and beyond[:1].isdigit())
+
+
+def trims_the_gold(gold: str, majority: str) -> bool:
+    """Whether the majority answer is the gold cut short at one end: "1940" for "2 août 1940",
+    "268" for "268 m au-dessus du niveau de la mer", "Petite Kabylie" for "l'expédition de
+    Petite Kabylie". The re-ask prompt asks for the shortest span that answers, so a re-asker
+    that drops the gold's modifiers, unit or list tail has found the gold however far the
+    embeddings put the two. Not where the cut splits a name or a number ("Harvard" of
+    "Harvard Crimson", "Bethencourt" of "Maciot de Bethencourt", "30" of "30 000"), drops
+    the gold's amount ("km2" of "28 250 km2") or leaves a function word at it ("coast of"); a
+    possessor is not its phrase ("Rollo's descendants": the word "Rollo's", then another)."""
+    said = [w for w in cased_words(majority) if w.casefold() not in ARTICLES]
+    wanted = [w for w in cased_words(gold) if w.casefold() not in ARTICLES]
+    size = len(said)
+    if not size or size >= len(wanted):
+        return False
+    if _has_a_number(wanted) and not _has_a_number(said):
+        return False  # "km2" of "28 250 km2": the unit without its amount
+    folded = [w.casefold() for w in said]
+    for start in (0, len(wanted) - size):
+        if [w.casefold() for w in wanted[start : start + size]] != folded:
+            continue
+        if start == 0:
+            inside, outside = wanted[size - 1], wanted[size:]
+        else:
+            inside, outside = wanted[start], wanted[start - 1 :: -1]
+        if inside.casefold() not in FUNCTION_WORDS and not _cuts_a_name(inside, outside):
+            return True
+    return False
 
 
 def align_to_context(answer: str, context: str, min_f1: float = 0.5, slack: int = 3) -> str:

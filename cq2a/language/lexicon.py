@@ -66,9 +66,15 @@ def shows_blank(text: str) -> bool:
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
 
+def cased_words(text: str) -> list[str]:
+    """The word tokens of a text as it writes them (apostrophes and hyphens kept inside
+    words)."""
+    return [w.strip("'’-") for w in _WORD.findall(text) if w.strip("'’-")]
+
+
 def words(text: str) -> list[str]:
     """Lower-cased word tokens of a text (apostrophes and hyphens kept inside words)."""
-    return [w.lower().strip("'’-") for w in _WORD.findall(text) if w.strip("'’-")]
+    return [w.lower() for w in cased_words(text)]
 
 
 def mentions(text: str, phrase: str) -> bool:

@@ -20,6 +20,7 @@ from cq2a.language.answers import (
     normalize_answer,
     normalize_yes_no,
     restates_question,
+    trims_the_gold,
 )
 from cq2a.language.embeddings import SimilarityPairs
 from cq2a.language.lemmas import Lemmatizer
@@ -255,7 +256,10 @@ def judge_verdicts(
 
     ``sut_answers`` are the SUT's raw answers, kept as they are in the verdicts; ``similarities``
     compare their ``compared_form`` with the gold. An answer of the wrong type (a yes/no to a
-    wh-question, a span to a yes/no question, an abstention) is a bug by rule, before both.
+    wh-question, a span to a yes/no question, an abstention) is a bug by rule, before both; an
+    answer that is the gold cut short at one end (``trims_the_gold``: "1940" for "2 août
+    1940") is none, by rule, after stage 1: the verification took it for the gold when the
+    re-asker gave it.
 
     A bug is reported only when both stages say the answers disagree. When the judge gives no
     usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
@@ -292,6 +296,9 @@ def judge_verdicts(
             return Verdict(**base, stage="similarity", bug=not exact)
         if consistent_by_similarity(similarity, limits.oracle_threshold):
             return Verdict(**base, stage="similarity", bug=False)
+        if trims_the_gold(case.answer, compared_form(case.answer, sut)):
+            rule = "the gold answer cut short at one end, as the verification accepts it"
+            return Verdict(**base, stage="rule", rule=rule, bug=False)
         verdict, problem = judge_answer(
             client,
             case.context,
