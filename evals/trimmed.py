@@ -1,7 +1,7 @@
 """How often an answer is the gold cut short at one end (``trims_the_gold`` in
 ``cq2a/language/answers.py``), and what the rule changes in the comparison with the gold.
 
-``--result``: a JSON ``evals.validity`` wrote; each re-asked pair of its ``reasked`` list is
+``--result``: a JSON ``evals.validity`` wrote; each re-asked span pair of its ``reasked`` list is
 counted consistent by similarity alone (the run's threshold) and with the rule, apart for the
 human questions (the gold is one of the question's own answers in ``--data``) and the
 mismatched pairs (another question's answer). No model is asked: the votes are the run's.
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cq2a.consistency.compare import one_item_of_a_list
+from cq2a.consistency.compare import answer_agrees, one_item_of_a_list
 from cq2a.language.answers import answer_tokens, trims_the_gold
 from evals.parts import PARTS, Part, records_of_part
 
@@ -30,28 +30,27 @@ from evals.parts import PARTS, Part, records_of_part
 def answer_lists(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[str]]:
     """(context id, question) -> the question's answers, first the one a gold is taken from."""
     return {
-        (record["id"], qa["question"]): [
-            a["text"] if isinstance(a, dict) else a for a in qa.get("answers", [])
-        ]
-        for record in records
-        for qa in record["qas"]
+        (record["id"], qa["question"]): qa["answers"] for record in records for qa in record["qas"]
     }
 
 
 def recount(result: dict[str, Any], answers: dict[tuple[str, str], list[str]]) -> dict[str, Any]:
-    """The run's re-asked pairs counted consistent without and with ``trims_the_gold``."""
+    """The run's re-asked span pairs counted consistent by similarity alone and by the
+    comparison the pipeline makes now (``answer_agrees``, which reads ``trims_the_gold``; a
+    span gold needs no count of votes, which the result does not keep)."""
     threshold = result["settings"]["consistency_threshold"]
     counts = {side: {"pairs": 0, "similar": 0, "with_rule": 0} for side in ("human", "mismatched")}
     taken: list[dict[str, Any]] = []
     for pair in result["reasked"]:
-        gold, majority = pair["gold"], pair["majority"] or ""
+        if pair["type"] != "span":
+            continue
+        gold, majority, score = pair["gold"], pair["majority"] or "", pair["similarity"] or 0.0
         human = gold in answers.get((pair["context_id"], pair["question"]), [])
         side = counts["human" if human else "mismatched"]
-        similar = (pair["similarity"] or 0.0) >= threshold
-        listed = one_item_of_a_list(gold, majority)
-        with_rule = not listed and (similar or trims_the_gold(gold, majority))
+        similar = score >= threshold and not one_item_of_a_list(gold, majority)
+        with_rule = answer_agrees(gold, majority, 1, 1, score, threshold)
         side["pairs"] += 1
-        side["similar"] += similar and not listed
+        side["similar"] += similar
         side["with_rule"] += with_rule
         if with_rule and not similar:
             taken.append({"human": human, "question": pair["question"], "gold": gold,
@@ -66,7 +65,7 @@ def cut_short_in_lists(records: list[dict[str, Any]]) -> dict[str, Any]:
     for record in records:
         golds = []
         for qa in record["qas"]:
-            texts = [a["text"] if isinstance(a, dict) else a for a in qa.get("answers", [])]
+            texts = qa["answers"]
             if not texts:
                 continue
             golds.append(texts[0])

@@ -453,19 +453,19 @@ def test_trimmed_recounts_a_validity_run_with_and_without_the_rule():
 
     records = [
         {"id": "c1", "qas": [
-            {"question": "Quand ?", "answers": [{"text": "2 août 1940"}]},
-            {"question": "Combien ?", "answers": [{"text": "30 000 hommes"}, {"text": "30 000"}]},
+            {"question": "Quand ?", "answers": ["2 août 1940"]},
+            {"question": "Combien ?", "answers": ["30 000 hommes", "30 000"]},
         ]},
     ]  # fmt: skip
     result = {
         "settings": {"consistency_threshold": 0.73},
         "reasked": [
             {"context_id": "c1", "question": "Quand ?", "gold": "2 août 1940",
-             "majority": "1940", "similarity": 0.72},
+             "majority": "1940", "similarity": 0.72, "type": "span"},
             {"context_id": "c1", "question": "Quand ?", "gold": "30 000 hommes",
-             "majority": "1940", "similarity": 0.1},
+             "majority": "1940", "similarity": 0.1, "type": "span"},
             {"context_id": "c1", "question": "Combien ?", "gold": "30 000 hommes",
-             "majority": "30 000 hommes", "similarity": 1.0},
+             "majority": "30 000 hommes", "similarity": 1.0, "type": "span"},
         ],
     }  # fmt: skip
     figures = recount(result, answer_lists(records))
