@@ -12,6 +12,7 @@ on a long document does.
 
     python -m evals.recall --data /work/shared/data/*.jsonl --json evals/results/recall.json
     python -m evals.recall --data narrativeqa_test_sample.jsonl --lines 25-47 --passages 1200
+    python -m evals.recall --data evals/data/piaf_fr_sample.jsonl --language fr --part tune
 """
 
 from __future__ import annotations
@@ -29,23 +30,36 @@ from pydantic import BaseModel
 from cq2a.language.answers import normalize_yes_no
 from cq2a.models.records import Answer, Context
 from cq2a.settings import AnswerSet, Settings
+from evals.parts import PARTS, Part, records_of_part
 
 SHIPPED = Path(__file__).resolve().parents[1] / "cq2a" / "data" / "squad2_dev_sample.jsonl"
 F1_MATCH = 0.8
 BUDGETS = (12, 25, 50)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
+#: Articles the normalisation drops, per language (French elided "l'" included).
+_ARTICLES = {
+    "en": re.compile(r"\b(a|an|the)\b"),
+    "fr": re.compile(r"\b(le|la|les|l|un|une|des)\b"),
+}
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ELISION = str.maketrans({"'": " ", "\u2019": " "})
 
 
-def squad_normalise(text: str) -> str:
-    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = _ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION))
+def squad_normalise(text: str, language: str = "en") -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces.
+    In French an apostrophe separates an elided article from its word ("l'armée"), as the
+    normalisation of French reading-comprehension scores does, instead of being dropped."""
+    text = text.lower()
+    if language != "en":
+        text = text.translate(_ELISION)
+    articles = _ARTICLES.get(language, _ARTICLES["en"])
+    text = articles.sub(" ", text.translate(_PUNCTUATION))
     return " ".join(text.split())
 
 
-def token_f1(prediction: str, gold: str) -> float:
+def token_f1(prediction: str, gold: str, language: str = "en") -> float:
     """SQuAD's token-overlap F1 of two answers (after ``squad_normalise``)."""
-    pred, ref = squad_normalise(prediction).split(), squad_normalise(gold).split()
+    pred = squad_normalise(prediction, language).split()
+    ref = squad_normalise(gold, language).split()
     common = sum((Counter(pred) & Counter(ref)).values())
     if not common:
         return 0.0
@@ -53,12 +67,12 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def best_match(gold: str, extracted: list[str]) -> tuple[str, float]:
+def best_match(gold: str, extracted: list[str], language: str = "en") -> tuple[str, float]:
     """How a human answer is matched by the extracted ones: 'exact', 'f1' or 'none', and F1."""
-    key = squad_normalise(gold)
-    if any(squad_normalise(text) == key for text in extracted):
+    key = squad_normalise(gold, language)
+    if any(squad_normalise(text, language) == key for text in extracted):
         return "exact", 1.0
-    best = max((token_f1(text, gold) for text in extracted), default=0.0)
+    best = max((token_f1(text, gold, language) for text in extracted), default=0.0)
     return ("f1" if best >= F1_MATCH else "none"), best
 
 
@@ -107,6 +121,8 @@ class DatasetRecall(BaseModel):
     data: str
     dataset: str
     contexts: int
+    part: str = "all"
+    language: str = "en"
     passage_chars: int | None = None
     passages_per_context: float = 1.0
     applicable: bool
@@ -116,12 +132,18 @@ class DatasetRecall(BaseModel):
     sets: list[SetRecall] = []
 
 
-def read_items(path: Path, limit: int | None = None, first: int = 1) -> list[Item]:
-    """The file's contexts from line ``first`` (1-based), at most ``limit`` of them."""
+def read_items(
+    path: Path, limit: int | None = None, first: int = 1, part: Part = "all"
+) -> list[Item]:
+    """The file's contexts from line ``first`` (1-based), or those of ``part`` of a shipped
+    sample (``evals.parts``), at most ``limit`` of them."""
     items = []
-    lines = path.read_text(encoding="utf-8").splitlines()[first - 1 :]
-    for line in lines[:limit]:
-        row = json.loads(line)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if part != "all":
+        rows = records_of_part(lines, part)
+    else:
+        rows = [json.loads(line) for line in lines[first - 1 :] if line.strip()]
+    for row in rows[:limit]:
         answerable = [qa for qa in row["qas"] if not qa.get("is_impossible") and qa["answers"]]
         items.append(
             Item(
@@ -139,17 +161,19 @@ def is_yes_no_dataset(items: list[Item]) -> bool:
     return bool(answers) and all(normalize_yes_no(a) is not None for a in answers)
 
 
-def covered(golds: list[str], texts: list[str]) -> bool:
-    return any(best_match(gold, texts)[0] != "none" for gold in golds)
+def covered(golds: list[str], texts: list[str], language: str = "en") -> bool:
+    return any(best_match(gold, texts, language)[0] != "none" for gold in golds)
 
 
-def coverage(items: list[Item], extracted: list[list[str]]) -> tuple[Coverage, list[dict]]:
+def coverage(
+    items: list[Item], extracted: list[list[str]], language: str = "en"
+) -> tuple[Coverage, list[dict]]:
     """Questions whose human answers the extracted answers cover, and the uncovered ones."""
     exact = f1 = answers = matched = 0
     misses = []
     for item, texts in zip(items, extracted, strict=True):
         for question, golds in zip(item.questions, item.answers, strict=True):
-            kinds = [best_match(gold, texts) for gold in golds]
+            kinds = [best_match(gold, texts, language) for gold in golds]
             answers += len(kinds)
             matched += sum(kind != "none" for kind, _ in kinds)
             if any(kind == "exact" for kind, _ in kinds):
@@ -172,7 +196,9 @@ def coverage(items: list[Item], extracted: list[list[str]]) -> tuple[Coverage, l
     return found, misses
 
 
-def per_kind(items: list[Item], kept: list[list[Answer]]) -> dict[str, KindRecall]:
+def per_kind(
+    items: list[Item], kept: list[list[Answer]], language: str = "en"
+) -> dict[str, KindRecall]:
     """Each answer kind's share of the answers kept within the budget, and of the questions it
     covers."""
     total = sum(len(item.questions) for item in items) or 1
@@ -183,8 +209,8 @@ def per_kind(items: list[Item], kept: list[list[Answer]]) -> dict[str, KindRecal
         for item, answers in zip(items, kept, strict=True):
             texts = [a.text for a in answers if a.kind.value == kind]
             for golds in item.answers:
-                covers += covered(golds, texts)
-                first_hit = next((a for a in answers if covered(golds, [a.text])), None)
+                covers += covered(golds, texts, language)
+                first_hit = next((a for a in answers if covered(golds, [a.text], language)), None)
                 first += first_hit is not None and first_hit.kind.value == kind
         result[kind] = KindRecall(
             per_context=round(
@@ -211,14 +237,14 @@ def passages_of(context: Context, passage_chars: int | None) -> list[Context]:
 
 
 def extract_all(
-    items: list[Item], answers: AnswerSet, passage_chars: int | None = None
+    items: list[Item], answers: AnswerSet, passage_chars: int | None = None, language: str = "en"
 ) -> list[list[list[Answer]]]:
     """Every entity answer of each passage of each context, in the order a run's budget takes
     them (a context read whole is one passage)."""
     from cq2a.answers.plan import select_entities
     from cq2a.language.parsing import get_parser
 
-    parser = get_parser("spacy")
+    parser = get_parser("spacy", language)
     return [
         [
             select_entities(parser.parse(passage), passage, answers)
@@ -238,18 +264,24 @@ def _texts(kept: list[list[Answer]]) -> list[list[str]]:
 
 
 def set_recall(
-    items: list[Item], answers: AnswerSet, budget: int, passage_chars: int | None = None
+    items: list[Item],
+    answers: AnswerSet,
+    budget: int,
+    passage_chars: int | None = None,
+    language: str = "en",
 ) -> SetRecall:
-    ranked = extract_all(items, answers, passage_chars)
+    ranked = extract_all(items, answers, passage_chars, language)
     texts = _texts(within(ranked, None))
-    everything, misses = coverage(items, texts)
+    everything, misses = coverage(items, texts, language)
     budgets = sorted({*BUDGETS, budget})
     return SetRecall(
         answers=answers,
         extracted_per_context=round(sum(map(len, texts)) / max(len(items), 1), 1),
         all_answers=everything,
-        at_budget={str(k): coverage(items, _texts(within(ranked, k)))[0] for k in budgets},
-        per_kind=per_kind(items, within(ranked, budget)),
+        at_budget={
+            str(k): coverage(items, _texts(within(ranked, k)), language)[0] for k in budgets
+        },
+        per_kind=per_kind(items, within(ranked, budget), language),
         misses=misses[:10],
     )
 
@@ -261,15 +293,20 @@ def dataset_recall(
     *,
     first: int = 1,
     passage_chars: int | None = None,
+    part: Part = "all",
+    language: str = "en",
 ) -> DatasetRecall:
-    """Extraction recall of one dataset file, for both answer sets."""
-    items = read_items(path, limit, first)
+    """Extraction recall of one dataset file (its ``part``, read in ``language``), for both
+    answer sets."""
+    items = read_items(path, limit, first, part)
     name = path.stem.split("_")[0]
     count = sum(len(passages_of(item.context, passage_chars)) for item in items)
     base = {
         "data": str(path),
         "dataset": name,
         "contexts": len(items),
+        "part": part,
+        "language": language,
         "passage_chars": passage_chars,
         "passages_per_context": round(count / max(len(items), 1), 1),
     }
@@ -283,8 +320,8 @@ def dataset_recall(
         questions=sum(len(item.questions) for item in items),
         budget=budget,
         sets=[
-            set_recall(items, "asked", budget, passage_chars),
-            set_recall(items, "paper", budget, passage_chars),
+            set_recall(items, "asked", budget, passage_chars, language),
+            set_recall(items, "paper", budget, passage_chars, language),
         ],
     )
 
@@ -334,14 +371,33 @@ def main(argv: list[str] | None = None) -> None:
         metavar="CHARS",
         help="Cut each context into passages of at most CHARS (each with its own budget).",
     )
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        default="all",
+        help="Only this part of a shipped sample (evals/parts.py); not with --lines.",
+    )
+    parser.add_argument(
+        "--language", default="en", help="The passages' language: the parser read (default en)."
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.lines and args.part != "all":
+        parser.error("--lines and --part choose the same contexts two ways: give one")
     first, limit = 1, args.limit
     if args.lines:
         start, _, end = args.lines.partition("-")
         first, limit = int(start), int(end) - int(start) + 1
     results = [
-        dataset_recall(path, limit, args.budget, first=first, passage_chars=args.passages)
+        dataset_recall(
+            path,
+            limit,
+            args.budget,
+            first=first,
+            passage_chars=args.passages,
+            part=args.part,
+            language=args.language,
+        )
         for path in args.data
     ]
     print(table(results))

@@ -23,6 +23,14 @@ def server():
     release_services()
 
 
+def test_french_answers_lose_their_articles_elided_or_not_when_matched():
+    assert recall.squad_normalise("L’armée française", "fr") == "armée française"
+    assert recall.squad_normalise("le Sahara", "fr") == recall.squad_normalise("Sahara", "fr")
+    assert recall.best_match("le Sahara", ["Sahara"], "fr") == ("exact", 1.0)
+    assert recall.best_match("le général Bugeaud", ["le général"], "fr")[0] == "none"
+    assert recall.best_match("le général Bugeaud", ["le général"])[0] == "f1"  # "le" counted
+
+
 def test_squad_normalise_and_token_f1():
     assert recall.squad_normalise("The  10th century.") == "10th century"
     assert recall.token_f1("in the 10th century", "10th century") == pytest.approx(0.8)

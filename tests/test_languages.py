@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
+from cq2a.answers.plan import select_entities
 from cq2a.checks.rules import is_yes_no_question
 from cq2a.graph import build_graph
 from cq2a.language.answers import is_abstention, normalize_yes_no
@@ -72,6 +73,36 @@ def test_french_is_parsed_with_ud_labels_prepositions_left_out_of_noun_phrases(f
     assert "la Normandie" in nouns and not any(p.startswith("à ") for p in nouns)
     verbs = phrase_texts(parsed, "VP")
     assert verbs and all(v.startswith("ont donné") for v in verbs)  # "ont" heads no VP of its own
+
+
+def test_french_numbers_come_from_the_parse_whole_and_a_quoted_name_stays_in_its_sentence(
+    french_parser,
+):
+    passage = Context(
+        id="sport",
+        context=(
+            "Les ménages représentent plus de 50 % de ces montants, le 7 novembre 1624. "
+            "Le ministère estime à 100 000 le nombre de salariés de trois régions. "
+            "L’association « Ulis Pêche Passion » y organise des concours de pêche."
+        ),
+        language="fr",
+    )
+    parsed = french_parser.parse(passage)
+    assert len(parsed.sentences) == 3  # not cut after "Pêche"
+    spans = {
+        (e.label, " ".join(s.token(i).text for i in range(e.start, e.end + 1)))
+        for s in parsed.sentences
+        for e in s.entities
+    }
+    assert {("PERCENT", "50 %"), ("DATE", "7 novembre 1624"), ("CARDINAL", "100 000")} <= spans
+    assert ("CARDINAL", "trois") in spans
+    assert not {("CARDINAL", "7"), ("CARDINAL", "1624")} & spans  # the date's own numbers
+    assert any(text == "Ulis Pêche Passion" for _, text in spans)
+    answers = select_entities(parsed, passage, "asked")
+    texts = [a.text for a in answers]
+    assert {"50 %", "100 000", "Ulis Pêche Passion"} <= set(texts)
+    assert "000" not in texts
+    assert "Ulis Pêche" not in [a.text for a in answers if a.kind.value == "named-entity"]
 
 
 def test_french_answers_are_read_by_the_oracle_rules() -> None:

@@ -80,11 +80,12 @@ KIND_ORDER = [
 
 def trim_edges(tokens: Sequence[Token]) -> list[Token]:
     """Drop determiners, possessive pronouns, prepositions and punctuation at the edges: "the
-    Normans" is asked as "Normans", "in April 1191" as "April 1191"."""
+    Normans" is asked as "Normans", "in April 1191" as "April 1191". Numbers stay, whatever
+    the tagger made of them ("100 000" tagged a determiner and a pronoun)."""
     kept = list(tokens)
-    while kept and kept[0].upos in LEADING_UPOS:
+    while kept and kept[0].upos in LEADING_UPOS and not _is_number(kept[0]):
         kept.pop(0)
-    while kept and kept[-1].upos in TRAILING_UPOS:
+    while kept and kept[-1].upos in TRAILING_UPOS and not _is_number(kept[-1]):
         kept.pop()
     return kept
 
@@ -107,7 +108,8 @@ def _subtree(sentence: Sentence, children: dict[int, list[Token]], index: int) -
 
 def entity_answers(context: Context, sentence: Sentence) -> list[Answer]:
     """NER spans as ``named-entity`` or ``number`` answers, and the bare numbers inside a longer
-    date or amount ("1906" in "the 1906 season")."""
+    date or amount ("1906" in "the 1906 season"); a number written in groups ("100 000") is
+    one number."""
     answers = []
     for span in sentence.entities:
         tokens = trim_edges([sentence.token(i) for i in range(span.start, span.end + 1)])
@@ -116,13 +118,18 @@ def entity_answers(context: Context, sentence: Sentence) -> list[Answer]:
         numeric = span.label in NUMERIC_LABELS
         kind = AnswerKind.NUMBER if numeric else AnswerKind.NAMED_ENTITY
         answers.append(answer_from_tokens(context, sentence, tokens, kind))
-        if numeric and len(tokens) > 1:
+        if numeric and len(tokens) > 1 and not all(_is_number(t) for t in tokens):
             answers += [
                 answer_from_tokens(context, sentence, [t], AnswerKind.NUMBER)
                 for t in tokens
                 if t.upos == "NUM"
             ]
     return answers
+
+
+def _is_number(token: Token) -> bool:
+    """A number in digits, maybe one group of a longer one ("100" and "000" of "100 000")."""
+    return token.text.replace(",", "").replace(".", "").isdigit()
 
 
 def bare_numbers(context: Context, sentence: Sentence) -> list[Answer]:

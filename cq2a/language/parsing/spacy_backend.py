@@ -21,6 +21,7 @@ subtree (``case``) left out of its NP, the copula and auxiliaries out of the VP 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -104,6 +105,11 @@ PREDICATE_POS = frozenset({"VERB", "AUX", "ADJ", "ADV"})
 #: Left dependents that belong to a verb phrase (Penn puts them inside the VP).
 VP_LEFT_DEPS = frozenset({"aux", "auxpass", "neg", "advmod"})
 VP_STOP_DEPS = frozenset({"cc", "conj"})
+#: The longest quotation in guillemets kept inside one sentence (a name or a title).
+MAX_QUOTATION_TOKENS = 12
+#: A number in digits, with a decimal part ("3,7", "6.5"); a group of three digits after it.
+DIGITS = re.compile(r"\d+(?:[.,]\d+)?")
+THOUSANDS = re.compile(r"\d{3}(?:[.,]\d+)?")
 #: Month names (lemmas) of the languages whose pipelines tag no dates (French).
 MONTHS = frozenset(
     "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split()
@@ -278,12 +284,56 @@ def _entities(sent: Span, index_of: dict[int, int], scheme: Scheme) -> list[Enti
         if kept:
             spans.append(EntitySpan(label=entity.label_, start=kept[0], end=kept[-1]))
     if scheme.ud:
+        dates = _dates(sent)
         spans += [
             EntitySpan(label="DATE", start=index_of[start], end=index_of[end])
-            for start, end in _dates(sent)
+            for start, end in dates
+            if start in index_of and end in index_of
+        ]
+        taken = {i for entity in sent.ents for i in range(entity.start, entity.end)}
+        taken |= {i for start, end in dates for i in range(start, end + 1)}
+        spans += [
+            EntitySpan(label=label, start=index_of[start], end=index_of[end])
+            for label, start, end in _amounts(sent, taken)
             if start in index_of and end in index_of
         ]
     return spans
+
+
+def _is_digits(token: SpacyToken) -> bool:
+    """A number written in digits ("1624", "3,7"), whatever the tagger made of it ("100" of
+    "100 000" is tagged a determiner)."""
+    return bool(DIGITS.fullmatch(token.text))
+
+
+def _amounts(sent: Span, taken: set[int]) -> list[tuple[str, int, int]]:
+    """Numbers and amounts as the parse gives them, for pipelines whose NER tags none (French):
+    a number in digits with the groups of three that follow it ("100 000", "28 250"), or a
+    number word ("trois"), as ``CARDINAL``; with a "%" right after it as ``PERCENT`` ("50 %").
+    Tokens of a name or a date (``taken``) are left to them."""
+    amounts = []
+    i = sent.start
+    while i < sent.end:
+        token = sent.doc[i]
+        spelled = token.pos_ == "NUM" and token.like_num and not _is_digits(token)
+        if i in taken or not (_is_digits(token) or spelled):
+            i += 1
+            continue
+        end = i
+        while (
+            _is_digits(token)
+            and end + 1 < sent.end
+            and end + 1 not in taken
+            and THOUSANDS.fullmatch(sent.doc[end + 1].text)
+            and len(sent.doc[end].text.split(",")[0]) <= 3
+        ):
+            end += 1
+        label = "CARDINAL"
+        if end + 1 < sent.end and sent.doc[end + 1].text == "%":
+            end, label = end + 1, "PERCENT"
+        amounts.append((label, i, end))
+        i = end + 1
+    return amounts
 
 
 def _dates(sent: Span) -> list[tuple[int, int]]:
@@ -359,12 +409,34 @@ def from_spacy_doc(
 
 def paragraph_breaks(doc: Doc) -> Doc:
     """A blank line ends a sentence: a document's heading ("Travel" above "Travel must be
-    booked...") is a sentence of its own, not the subject of the next one."""
+    booked...") is a sentence of its own, not the subject of the next one. And no sentence
+    starts inside a short quotation in guillemets: French pipelines otherwise cut a quoted
+    name ("L'association « Ulis Pêche | Passion » organise...")."""
     for token in doc[1:]:
         before = doc[token.i - 1]
         if before.is_space and before.text.count("\n") >= 2 and not token.is_space:
             token.is_sent_start = True
+    for start, end in _quotations(doc):
+        for token in doc[start + 1 : end + 1]:
+            token.is_sent_start = False
     return doc
+
+
+def _quotations(doc: Doc) -> list[tuple[int, int]]:
+    """Token indices of each « » pair at most ``MAX_QUOTATION_TOKENS`` apart, with no sentence
+    end inside."""
+    pairs, opening = [], None
+    for token in doc:
+        if token.text == "«":
+            opening = token.i
+        elif token.text == "»" and opening is not None:
+            inside = doc[opening + 1 : token.i]
+            if len(inside) <= MAX_QUOTATION_TOKENS and not any(
+                t.text in {".", "!", "?"} for t in inside
+            ):
+                pairs.append((opening, token.i))
+            opening = None
+    return pairs
 
 
 def load_spacy(model: str = SPACY_MODEL, fix: str = SPACY_FIX) -> Language:
