@@ -6,7 +6,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from cq2a.checks.rules import check_round
+from cq2a.checks.rules import Grounding, check_round
+from cq2a.generation.questions import example_names
 from cq2a.graph.state import ContextState
 from cq2a.language.deixis import deixis_for
 from cq2a.models.candidates import at_step
@@ -30,6 +31,7 @@ def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             check_limits(run.settings),
             speech.parse_question if run.settings.sut.question_alone else None,
             deixis_for(passage.language),
+            Grounding(passage.context, example_names(passage.language, speech.lemmatize)),
         )
         checked = [c for c in settled if c.id in waiting]
         emit_outcomes(passage.id, "check", checked)

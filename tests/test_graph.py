@@ -221,7 +221,7 @@ def test_sut_is_called_in_batches(scripted_llm):
         [
             "Which agreement did Rollo conclude with the Frankish ruler in 911?",
             "What ended the Viking raids along the Seine in the early tenth century?",
-            "According to the passage, what did the Norse leader obtain from the Franks?",
+            "According to the passage, what did the Viking leader obtain from the Franks?",
             "What pact is dated to the year 911 in this text?",
             "Which settlement gave Rollo's people a legal footing in northern France?",
         ],

@@ -12,12 +12,18 @@ import pytest
 
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.answers.plan import select_entities
-from cq2a.checks.rules import is_yes_no_question
+from cq2a.checks.rules import (
+    Grounding,
+    is_yes_no_question,
+    question_borrows_no_name,
+    rejection_reasons,
+)
+from cq2a.generation.questions import example_names
 from cq2a.graph import build_graph
 from cq2a.language.answers import is_abstention, normalize_yes_no
 from cq2a.language.embeddings import MINILM, USEM3, USEM3_THRESHOLD
-from cq2a.language.parsing import get_parser, parser_available
-from cq2a.models.records import Context
+from cq2a.language.parsing import get_parser, lemmatizer, parser_available
+from cq2a.models.records import Context, RejectReason
 from cq2a.runtime.services import release_services, services_for
 from cq2a.settings import Settings, SUTSpec
 from cq2a.testing.script import field_of, marker, user_text
@@ -198,3 +204,28 @@ def test_a_mixed_run_gives_each_test_its_passage_language_and_english_prompts_un
             assert system == f"{load_prompt(f'{name}.system')}\n\n{requirement}"
         else:  # English: the prompt file, byte for byte
             assert system == load_prompt(f"{name}.system")
+
+
+def test_a_question_may_not_borrow_a_name_of_the_prompts_example(french_parser):
+    lemmatize = lemmatizer(french_parser)
+    names = example_names("fr", lemmatize)
+    assert {"rollon", "normandie"} <= names and "passage" not in names
+    boehme = Grounding(
+        "Mais ce régime de travail, combiné aux inquiétudes générées par sa situation "
+        "sociale, l'épuise. Il faut le rapatrier d'urgence à Görlitz.",
+        names,
+    )
+    leaked = "Est-ce que le régime de travail a épuisé Rollon ?"
+    result = question_borrows_no_name(leaked, boehme, lemmatize)
+    assert not result.passed and "rollon" in result.detail.lower()
+    assert rejection_reasons([result]) == [RejectReason.UNGROUNDED]
+    own = "Est-ce que le régime de travail a épuisé Böhme à Görlitz ?"
+    assert question_borrows_no_name(own, boehme, lemmatize).passed
+    # the example's names are the passage's own in a passage about the Normans
+    normands = Grounding(FRENCH.context, names)
+    asked = "Quelle région de la France doit son nom aux Normands ?"
+    assert question_borrows_no_name(asked, normands, lemmatize).passed
+    assert not question_borrows_no_name("Quel chef est Rollon ?", normands, lemmatize).passed
+    assert question_borrows_no_name(
+        "À quelle région de France les Normands ont-ils donné leur nom ?", normands, lemmatize
+    ).passed

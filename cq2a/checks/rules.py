@@ -10,6 +10,7 @@ graph's step: the checks over a context's waiting candidates, then near-duplicat
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -52,6 +53,7 @@ GROUNDED = "grounded"
 BOTH_SENTENCES = "both_sentences"
 PREMISE = "stated_premise"
 SELF_CONTAINED = "self_contained"
+BORROWED = "no_borrowed_name"
 
 REASON_OF_CHECK = {
     COMPLETE: RejectReason.INCOMPLETE,
@@ -62,6 +64,7 @@ REASON_OF_CHECK = {
     BOTH_SENTENCES: RejectReason.SINGLE_SENTENCE,
     PREMISE: RejectReason.FALSE_PREMISE,
     SELF_CONTAINED: RejectReason.NOT_SELF_CONTAINED,
+    BORROWED: RejectReason.UNGROUNDED,
 }
 #: Words a yes/no question opens with (an auxiliary or modal before its subject; French
 #: "Est-ce que ...").
@@ -366,6 +369,45 @@ def question_uses_both_sentences(
     )
 
 
+#: Letters of a word that must open a word of the passage for the word to be the passage's
+#: ("Frankish" and "Francia", "Norman" and "Normandy").
+NAME_STEM = 4
+
+
+def _stem(word: str) -> str:
+    folded = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in folded if not unicodedata.combining(c))[:NAME_STEM]
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """What ``question_borrows_no_name`` reads: the passage, and the names the generation
+    prompts' examples use (``cq2a.generation.questions.example_names``)."""
+
+    passage: str
+    example_names: frozenset[str]
+
+
+def question_borrows_no_name(
+    question: str, grounding: Grounding, lemmatize: Lemmatizer
+) -> CheckResult:
+    """A question names no name of the prompts' examples that its passage never mentions
+    ("Est-ce que ... a épuisé Rollon ?" of a passage on Jakob Böhme): the generator copied it
+    from its example instead of reading the passage. A name counts as mentioned when a word of
+    the passage begins with its first letters, accents and case aside."""
+    stems = {_stem(word) for word in re.findall(r"\w+", grounding.passage)}
+    borrowed = [
+        lemma
+        for lemma, tag in lemmatize(question)
+        if tag == "PROPN" and lemma.lower() in grounding.example_names and _stem(lemma) not in stems
+    ]
+    if borrowed:
+        names = ", ".join(dict.fromkeys(borrowed))
+        detail = f"names {names}, which the passage never mentions"
+        return CheckResult(name=BORROWED, passed=False, detail=detail)
+    return CheckResult(name=BORROWED, passed=True)
+
+
 def _dependents(sentence: Sentence, head: Token) -> list[Token]:
     return [token for token in sentence.tokens if token.head == head.index]
 
@@ -616,6 +658,7 @@ def check_question(
     leak_rule: LeakRule = "paper",
     parse_question: QuestionParse | None = None,
     deixis: DeixisLexicon = ENGLISH,
+    grounding: Grounding | None = None,
 ) -> list[CheckResult]:
     """The III-C1 constraints on one candidate question. Lexical validity is a property of the
     answer alone, checked once at extraction (``answer_is_lexically_valid``).
@@ -627,10 +670,13 @@ def check_question(
     multi-sentence question has the span checks and must use its second sentence. Given
     ``parse_question`` (a SUT that gets the question alone), every question must also stand
     alone (``question_stands_alone``, with the closed classes of the question's language,
-    ``deixis``)."""
+    ``deixis``). Given ``grounding``, no question of any kind may name what only the prompts'
+    examples name (``question_borrows_no_name``)."""
     results = _question_checks(
         answer, question, explanation, lemmatize, min_chars, max_chars, leak_rule
     )
+    if grounding is not None:
+        results.append(question_borrows_no_name(question, grounding, lemmatize))
     if parse_question is not None:
         results.append(question_stands_alone(parse_question(question), deixis))
     return results
@@ -697,6 +743,7 @@ def apply_constraints(
     leak_rule: LeakRule,
     parse_question: QuestionParse | None = None,
     deixis: DeixisLexicon = ENGLISH,
+    grounding: Grounding | None = None,
 ) -> Candidate:
     """Run the III-C1 checks on the current attempt and record any rejection reasons; a
     question that passes them all goes on to be re-asked."""
@@ -711,6 +758,7 @@ def apply_constraints(
         leak_rule=leak_rule,
         parse_question=parse_question,
         deixis=deixis,
+        grounding=grounding,
     )
     reasons = rejection_reasons(results)
     checked = with_attempt(candidate, checks=results, reasons=reasons)
@@ -742,11 +790,13 @@ def check_round(
     limits: CheckLimits,
     parse_question: QuestionParse | None = None,
     deixis: DeixisLexicon = ENGLISH,
+    grounding: Grounding | None = None,
 ) -> list[Candidate]:
     """III-C1 over every candidate waiting for its checks, then near-duplicate removal; returns
     every candidate of the context, settled. ``parse_question`` is given when the SUT gets the
     question alone: each question must then stand alone too (``deixis``: its language's
-    closed classes)."""
+    closed classes). ``grounding``: the passage and the prompts' example names, which no
+    question may borrow."""
     checked = [
         apply_constraints(
             candidate,
@@ -756,6 +806,7 @@ def check_round(
             leak_rule=limits.leak_rule,
             parse_question=parse_question,
             deixis=deixis,
+            grounding=grounding,
         )
         for candidate in at_step(candidates, "check")
     ]

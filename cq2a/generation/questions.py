@@ -8,8 +8,10 @@ reasons in the prompt, until it runs out of attempts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -19,6 +21,7 @@ from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
 from cq2a.adapters.llm.prompts import load_prompt, render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed, Until
+from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import BLANK
 from cq2a.models.candidates import at_step, settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, Context, RejectReason
@@ -145,6 +148,32 @@ def generation_messages(
     if standalone:
         system = f"{system}\n\n{load_prompt('standalone_requirement')}"
     return system, user
+
+
+#: The generation prompts, whose examples a small model may copy from.
+GENERATION_PROMPTS = (
+    "entity_questions",
+    "relation_questions",
+    "yesno_questions",
+    "unanswerable_questions",
+    "multi_sentence_questions",
+)
+
+
+@cache
+def example_names(language: str | None, lemmatize: Lemmatizer) -> frozenset[str]:
+    """The names (proper nouns' lemmas, as ``lemmatize`` tags them) that the examples of the
+    generation prompts for ``language`` use: "Rollon" of the French examples' Normans. A
+    question that names one its passage never mentions copied it from the example. Words
+    the prompts also write in lower case ("passage", "explanation") are no names."""
+    texts = [system_prompt(f"{name}.system", language) for name in GENERATION_PROMPTS]
+    common = {word for text in texts for word in re.findall(r"\w+", text) if word.islower()}
+    return frozenset(
+        lemma.lower()
+        for text in texts
+        for lemma, tag in lemmatize(text)
+        if tag == "PROPN" and lemma.isalpha() and lemma.lower() not in common
+    )
 
 
 def _kind_messages(answer: Answer, context: Context, count: int, feedback: str) -> tuple[str, str]:
