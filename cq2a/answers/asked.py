@@ -33,7 +33,7 @@ from cq2a.answers.entities import (
     round_robin,
 )
 from cq2a.language.answers import answer_tokens
-from cq2a.language.lexicon import NOUN_UPOS
+from cq2a.language.lexicon import NOUN_UPOS, is_written_number
 from cq2a.models.records import Answer, AnswerKind, Context, ParsedContext, Sentence, Token
 
 #: OntoNotes labels of dates, times and amounts; every other NER label is a name.
@@ -83,9 +83,9 @@ def trim_edges(tokens: Sequence[Token]) -> list[Token]:
     Normans" is asked as "Normans", "in April 1191" as "April 1191". Numbers stay, whatever
     the tagger made of them ("100 000" tagged a determiner and a pronoun)."""
     kept = list(tokens)
-    while kept and kept[0].upos in LEADING_UPOS and not _is_number(kept[0]):
+    while kept and kept[0].upos in LEADING_UPOS and not is_written_number(kept[0].text):
         kept.pop(0)
-    while kept and kept[-1].upos in TRAILING_UPOS and not _is_number(kept[-1]):
+    while kept and kept[-1].upos in TRAILING_UPOS and not is_written_number(kept[-1].text):
         kept.pop()
     return kept
 
@@ -118,18 +118,13 @@ def entity_answers(context: Context, sentence: Sentence) -> list[Answer]:
         numeric = span.label in NUMERIC_LABELS
         kind = AnswerKind.NUMBER if numeric else AnswerKind.NAMED_ENTITY
         answers.append(answer_from_tokens(context, sentence, tokens, kind))
-        if numeric and len(tokens) > 1 and not all(_is_number(t) for t in tokens):
+        if numeric and len(tokens) > 1 and not all(is_written_number(t.text) for t in tokens):
             answers += [
                 answer_from_tokens(context, sentence, [t], AnswerKind.NUMBER)
                 for t in tokens
                 if t.upos == "NUM"
             ]
     return answers
-
-
-def _is_number(token: Token) -> bool:
-    """A number in digits, maybe one group of a longer one ("100" and "000" of "100 000")."""
-    return token.text.replace(",", "").replace(".", "").isdigit()
 
 
 def bare_numbers(context: Context, sentence: Sentence) -> list[Answer]:

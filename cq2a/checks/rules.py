@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from cq2a.checks.dedup import mark_duplicates
@@ -387,6 +388,12 @@ class Grounding:
     passage: str
     example_names: frozenset[str]
 
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        """The passage's words as names are matched to them, read once for all its
+        questions."""
+        return frozenset(_stem(word) for word in re.findall(r"\w+", self.passage))
+
 
 def question_borrows_no_name(
     question: str, grounding: Grounding, lemmatize: Lemmatizer
@@ -395,11 +402,12 @@ def question_borrows_no_name(
     ("Est-ce que ... a épuisé Rollon ?" of a passage on Jakob Böhme): the generator copied it
     from its example instead of reading the passage. A name counts as mentioned when a word of
     the passage begins with its first letters, accents and case aside."""
-    stems = {_stem(word) for word in re.findall(r"\w+", grounding.passage)}
     borrowed = [
         lemma
         for lemma, tag in lemmatize(question)
-        if tag == "PROPN" and lemma.lower() in grounding.example_names and _stem(lemma) not in stems
+        if tag == "PROPN"
+        and lemma.lower() in grounding.example_names
+        and _stem(lemma) not in grounding.stems
     ]
     if borrowed:
         names = ", ".join(dict.fromkeys(borrowed))

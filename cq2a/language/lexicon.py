@@ -85,6 +85,16 @@ def mentions(text: str, phrase: str) -> bool:
     return bool(needle) and f" {' '.join(needle)} " in f" {' '.join(words(text))} "
 
 
+#: A number written in digits, with its decimal part or its groups ("1624", "3,7", "1,000,000").
+_WRITTEN_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def is_written_number(text: str) -> bool:
+    """Whether ``text`` is a number in digits, whatever a tagger made of it ("100" of "100 000"
+    is tagged a determiner by French pipelines)."""
+    return bool(_WRITTEN_NUMBER.fullmatch(text))
+
+
 def normalise_space(text: str) -> str:
     return " ".join(text.split()).lower()
 

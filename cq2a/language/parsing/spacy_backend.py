@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from cq2a.language.lexicon import NOUN_UPOS
+from cq2a.language.lexicon import NOUN_UPOS, is_written_number
 from cq2a.language.parsing.base import (
     SPACY_FIX,
     SPACY_MODEL,
@@ -107,8 +107,7 @@ VP_LEFT_DEPS = frozenset({"aux", "auxpass", "neg", "advmod"})
 VP_STOP_DEPS = frozenset({"cc", "conj"})
 #: The longest quotation in guillemets kept inside one sentence (a name or a title).
 MAX_QUOTATION_TOKENS = 12
-#: A number in digits, with a decimal part ("3,7", "6.5"); a group of three digits after it.
-DIGITS = re.compile(r"\d+(?:[.,]\d+)?")
+#: A group of three digits after a number ("000" of "100 000").
 THOUSANDS = re.compile(r"\d{3}(?:[.,]\d+)?")
 #: Month names (lemmas) of the languages whose pipelines tag no dates (French).
 MONTHS = frozenset(
@@ -300,12 +299,6 @@ def _entities(sent: Span, index_of: dict[int, int], scheme: Scheme) -> list[Enti
     return spans
 
 
-def _is_digits(token: SpacyToken) -> bool:
-    """A number written in digits ("1624", "3,7"), whatever the tagger made of it ("100" of
-    "100 000" is tagged a determiner)."""
-    return bool(DIGITS.fullmatch(token.text))
-
-
 def _amounts(sent: Span, taken: set[int]) -> list[tuple[str, int, int]]:
     """Numbers and amounts as the parse gives them, for pipelines whose NER tags none (French):
     a number in digits with the groups of three that follow it ("100 000", "28 250"), or a
@@ -315,13 +308,13 @@ def _amounts(sent: Span, taken: set[int]) -> list[tuple[str, int, int]]:
     i = sent.start
     while i < sent.end:
         token = sent.doc[i]
-        spelled = token.pos_ == "NUM" and token.like_num and not _is_digits(token)
-        if i in taken or not (_is_digits(token) or spelled):
+        spelled = token.pos_ == "NUM" and token.like_num and not is_written_number(token.text)
+        if i in taken or not (is_written_number(token.text) or spelled):
             i += 1
             continue
         end = i
         while (
-            _is_digits(token)
+            is_written_number(token.text)
             and end + 1 < sent.end
             and end + 1 not in taken
             and THOUSANDS.fullmatch(sent.doc[end + 1].text)
