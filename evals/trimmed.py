@@ -6,13 +6,20 @@ counted consistent by similarity alone (the run's threshold) and with the rule, 
 human questions (the gold is one of the question's own answers in ``--data``) and the
 mismatched pairs (another question's answer). No model is asked: the votes are the run's.
 
-``--answer-lists``: over the answer lists of ``--data``'s part, no model either: the alternate
-answers that are their question's first answer cut short (the oracle then calls them no bug
-without its judge), and the pairs of two questions' first answers in one passage where one is
-the other cut short (a wrong answer the oracle would then excuse).
+``--answer-lists``: over the answer lists of ``--data``'s part, no model either (the parser of
+``--language`` only): the alternate answers that are their question's first answer cut short,
+or that hold it with words of the passage around it (the oracle then calls them no bug without
+its judge), and the pairs of two questions' first answers in one passage where one is the
+other cut short or holds it (a wrong answer the oracle would then excuse).
 
     python -m evals.trimmed --data evals/data/piaf_fr_sample.jsonl --result RESULT.json
     python -m evals.trimmed --data cq2a/data/squad2_dev_sample.jsonl --part tune --answer-lists
+    python -m evals.trimmed --data evals/data/piaf_fr_sample.jsonl --part tune --answer-lists \
+        --language fr
+    python -m evals.trimmed --bugs RUN_DIR [RUN_DIR ...]
+
+``--bugs``: the bugs the judge decided in finished runs, and those ``holds_the_gold`` would
+now excuse (true bugs among them are bugs the oracle would miss).
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from cq2a.consistency.compare import answer_agrees, one_item_of_a_list
-from cq2a.language.answers import answer_tokens, trims_the_gold
+from cq2a.language.answers import answer_tokens, holds_the_gold, trims_the_gold
+from cq2a.language.lemmas import Lemmatizer
+from cq2a.language.parsing import get_parser, lemmatizer
 from evals.parts import PARTS, Part, records_of_part
 
 
@@ -58,10 +67,24 @@ def recount(result: dict[str, Any], answers: dict[tuple[str, str], list[str]]) -
     return {"threshold": threshold, **counts, "taken_by_the_rule": taken}
 
 
-def cut_short_in_lists(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Alternates, and other questions' answers of the passage, that are a gold cut short."""
-    alternates = alternates_cut = pairs = pairs_cut = 0
+def cut_short_in_lists(records: list[dict[str, Any]], lemmatize: Lemmatizer) -> dict[str, Any]:
+    """Alternates, and other questions' answers of the passage, that are a gold cut short
+    (``trims_the_gold``) or that hold it with words of the passage around it
+    (``holds_the_gold``): the oracle calls either no bug without its judge."""
+    alternates = pairs = 0
+    cut = {"alternates": 0, "answer_pairs": 0}
+    held = {"alternates": 0, "answer_pairs": 0}
     examples: list[dict[str, str]] = []
+
+    def count(gold: str, other: str, context: str, side: str) -> None:
+        for rule, tally, test in (
+            ("cut short", cut, trims_the_gold(gold, other)),
+            ("holds the gold", held, holds_the_gold(gold, other, context, lemmatize)),
+        ):
+            if test:
+                tally[side] += 1
+                examples.append({"rule": rule, side.rstrip("s"): other, "gold": gold})
+
     for record in records:
         golds = []
         for qa in record["qas"]:
@@ -73,37 +96,78 @@ def cut_short_in_lists(records: list[dict[str, Any]]) -> dict[str, Any]:
                 if answer_tokens(other) == answer_tokens(texts[0]):
                     continue
                 alternates += 1
-                if trims_the_gold(texts[0], other):
-                    alternates_cut += 1
-                    examples.append({"alternate": other, "gold": texts[0]})
+                count(texts[0], other, record["context"], "alternates")
         for gold in golds:
             for other in golds:
                 if answer_tokens(other) != answer_tokens(gold):
                     pairs += 1
-                    if trims_the_gold(gold, other):
-                        pairs_cut += 1
-                        examples.append({"other_answer": other, "gold": gold})
+                    count(gold, other, record["context"], "answer_pairs")
     return {
         "alternates": alternates,
-        "alternates_cut_short": alternates_cut,
+        "alternates_cut_short": cut["alternates"],
+        "alternates_holding_the_gold": held["alternates"],
         "answer_pairs": pairs,
-        "answer_pairs_cut_short": pairs_cut,
+        "answer_pairs_cut_short": cut["answer_pairs"],
+        "answer_pairs_holding_the_gold": held["answer_pairs"],
         "examples": examples,
     }
 
 
+def bugs_excused(runs: list[Path]) -> dict[str, Any]:
+    """The bugs of finished runs (their ``bugs.jsonl``, each SUT answer once per question)
+    that ``holds_the_gold`` would now call no bug, and, of the bugs whose answer contains the
+    gold's words at all, how many are a span of their passage (the rule's first condition)."""
+    lemmatizers: dict[str, Lemmatizer] = {}
+    seen: set[tuple[str, str]] = set()
+    bugs = containing = 0
+    excused: list[dict[str, str]] = []
+    for run in runs:
+        for line in (run / "bugs.jsonl").read_text(encoding="utf-8").splitlines():
+            bug = json.loads(line)
+            key = (bug["question"], bug["sut_answer"])
+            if key in seen or bug.get("stage") != "judge":
+                continue
+            seen.add(key)
+            bugs += 1
+            gold, said = answer_tokens(bug["gold_answer"]), answer_tokens(bug["sut_answer"])
+            containing += len(said) > len(gold) > 0 and any(
+                said[i : i + len(gold)] == gold for i in range(len(said) - len(gold) + 1)
+            )
+            language = bug.get("language") or "en"
+            if language not in lemmatizers:
+                lemmatizers[language] = lemmatizer(get_parser("spacy", language))
+            if holds_the_gold(
+                bug["gold_answer"], bug["sut_answer"], bug["context"], lemmatizers[language]
+            ):
+                excused.append(
+                    {"run": run.name, "gold": bug["gold_answer"], "sut": bug["sut_answer"]}
+                )
+    return {"bugs": bugs, "containing_the_gold": containing, "excused": excused}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--part", choices=PARTS, default="all")
     parser.add_argument("--result", type=Path, default=None, help="an evals.validity JSON")
     parser.add_argument("--answer-lists", action="store_true")
+    parser.add_argument("--bugs", type=Path, nargs="+", default=None, help="run directories")
+    parser.add_argument("--language", default="en", help="the sample's (its parser's) language")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    if (args.result is None) == (not args.answer_lists):
-        parser.error("give either --result or --answer-lists")
+    if sum((args.result is not None, args.answer_lists, args.bugs is not None)) != 1:
+        parser.error("give one of --result, --answer-lists and --bugs")
+    if args.data is None and args.bugs is None:
+        parser.error("--data is needed with --result and --answer-lists")
     part: Part = args.part
-    if args.result is not None:
+    if args.bugs is not None:
+        figures = bugs_excused(args.bugs)
+        print(f"bugs decided by the judge: {figures['bugs']}, their answer holding the gold's "
+              f"words: {figures['containing_the_gold']}, excused by holds_the_gold: "
+              f"{len(figures['excused'])}")  # fmt: skip
+        for item in figures["excused"]:
+            print(f"  {item}")
+    elif args.result is not None:
         records = records_of_part(args.data.read_text(encoding="utf-8").splitlines(), "all")
         result = json.loads(args.result.read_text(encoding="utf-8"))
         figures = recount(result, answer_lists(records))
@@ -116,10 +180,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {who}: {item['majority']!r} for {item['gold']!r} ({item['similarity']})")
     else:
         records = records_of_part(args.data.read_text(encoding="utf-8").splitlines(), part)
-        figures = cut_short_in_lists(records)
+        figures = cut_short_in_lists(records, lemmatizer(get_parser("spacy", args.language)))
         print(f"alternates cut short: {figures['alternates_cut_short']} of "
-              f"{figures['alternates']}; other answers of the passage cut short: "
-              f"{figures['answer_pairs_cut_short']} of {figures['answer_pairs']}")  # fmt: skip
+              f"{figures['alternates']}, holding the gold: "
+              f"{figures['alternates_holding_the_gold']}; other answers of the passage cut "
+              f"short: {figures['answer_pairs_cut_short']} of {figures['answer_pairs']}, "
+              f"holding the gold: {figures['answer_pairs_holding_the_gold']}")  # fmt: skip
         for example in figures["examples"]:
             print(f"  {example}")
     if args.json:

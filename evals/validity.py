@@ -183,6 +183,8 @@ def as_answer(
 
 #: (context id, question, gold, type) -> the re-asker's majority answer and its similarity
 MAJORITY: dict[tuple[str, str, str, str], tuple[str | None, float | None]] = {}
+#: Every oracle decision of the run (``oracle_bugs``), written to the JSON to be read.
+VERDICTS: list[dict[str, Any]] = []
 
 
 def filter_outcome(
@@ -272,6 +274,20 @@ def oracle_bugs(services: Services, cases: list[tuple[HumanQuestion, str, str]])
         [float(s) for s in similarities],
         lemmatize=services.lemmatize,
         limits=oracle_limits(services),
+    )
+    VERDICTS.extend(
+        {
+            "context_id": v.context_id,
+            "question": v.question,
+            "gold": v.gold_answer,
+            "sut": v.sut_answer,
+            "similarity": round(v.similarity, 3),
+            "stage": v.stage,
+            "rule": v.rule,
+            "judge_scores": v.judge_scores,
+            "bug": v.bug,
+        }
+        for v in verdicts
     )
     return [v.bug for v in verdicts]
 
@@ -425,6 +441,7 @@ def measure(
     the oracle alone, with no filter (its figures are then null)."""
     started = time.perf_counter()
     MAJORITY.clear()
+    VERDICTS.clear()
     release_services()
     services = services_for(settings, "validity")
     language = None if settings.language == "auto" else settings.language
@@ -521,6 +538,7 @@ def measure(
             )
         ],
         "silent_accepted_examples": silent_accepted(items, outcomes, negatives),
+        "oracle_verdicts": list(VERDICTS),
     }
     if generate:
         chosen_contexts = list({item.context.id: item.context for item in items}.values())

@@ -26,6 +26,14 @@ def spacy_parser() -> Parser:
 
 
 @pytest.fixture(scope="session")
+def french_parser() -> Parser:
+    """The French spaCy parser, part of the offline set-up (never a skip)."""
+    available, fix = parser_available("spacy", "fr")
+    assert available, f"the French spaCy model is part of the offline set-up: {fix}"
+    return get_parser("spacy", "fr")
+
+
+@pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """A throwaway PostgreSQL cluster for the session (see tests/services.py)."""
     with running_postgres() as cluster:

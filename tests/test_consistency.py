@@ -5,7 +5,7 @@ import pytest
 from cq2a.adapters.llm.structured import Malformed
 from cq2a.consistency.compare import compare_with_gold
 from cq2a.generation.questions import GeneratedQuestion, GeneratedQuestions, fill_slots, new_slots
-from cq2a.language.answers import trims_the_gold
+from cq2a.language.answers import holds_the_gold, trims_the_gold
 from cq2a.language.parsing import lemmatizer
 from cq2a.models.candidates import settle
 from cq2a.models.records import Answer, AnswerKind, Attempt, Candidate, CheckResult, RejectReason
@@ -84,6 +84,39 @@ def test_compare_accepts_at_threshold_and_rejects_below():
 )
 def test_a_majority_that_cuts_the_gold_short_at_one_end_trims_it(gold, majority, trimmed):
     assert trims_the_gold(gold, majority) is trimmed
+
+
+PASSAGE = (
+    "La capitale des Zirides est la ville de Béjaïa. Les bijoux sont des plans d'argent. "
+    "Emma's brother Richard ruled from 1026, and Harvard Crimson and Yale played. "
+    "About 3 000 people came. Wilson is not one of the faculty members. "
+    "La disparition du tiers de la population algérienne. Elle est à trois kilomètres de Paris."
+)
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "held"),
+    [
+        ("Béjaïa", "la ville de Béjaïa", True),
+        ("argent", "plans d'argent", True),  # split at the elision
+        ("tiers", "disparition du tiers de la population algérienne", True),
+        ("tiers", "La disparition du tiers", True),  # capitalised as its sentence's start
+        ("Béjaïa", "Béjaïa", False),  # nothing around it
+        ("Béjaïa", "la ville de Béjaïa, en Kabylie", False),  # not in the passage
+        ("Richard", "Emma's brother Richard", False),  # another name around it
+        ("Richard", "Richard ruled from 1026", False),  # a number of its own
+        ("3", "3 000", False),  # a number cut out of a number
+        ("Paris", "à trois kilomètres de Paris", False),  # a number in words, by the parser
+        ("Harvard", "Harvard Crimson", False),  # a name cut out of a name
+        ("Yale", "Harvard Crimson and Yale", False),  # a list that goes on
+        ("faculty members", "Wilson is not one of the faculty members", False),
+        ("faculty members", "not one of the faculty members", False),  # a negation
+    ],
+)
+def test_an_answer_holds_the_gold_with_words_of_the_passage_that_name_nothing_else(
+    gold, answer, held, french_parser
+):
+    assert holds_the_gold(gold, answer, PASSAGE, lemmatizer(french_parser)) is held
 
 
 def test_compare_accepts_a_trimmed_gold_below_the_threshold_and_no_other_answer():
@@ -323,11 +356,11 @@ def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_par
             similarity=1.0,
         )
 
-    failed, answered, trimmed = judge_verdicts(
+    failed, answered, trimmed, held = judge_verdicts(
         None,  # the judge is never asked: one answer failed, the others are decided before it
-        [case(0), case(1), case(2, "2 August 911")],
-        [SUTError("chat:m failed: OpenAIAPIError: 500"), "Rollo", "911"],
-        [0.0, 1.0, 0.5],
+        [case(0), case(1), case(2, "2 August 911"), case(3, "2 August 911")],
+        [SUTError("chat:m failed: OpenAIAPIError: 500"), "Rollo", "911", "from 2 August 911"],
+        [0.0, 1.0, 0.5, 0.6],
         lemmatize=lemmatizer(spacy_parser),
         limits=OracleLimits(oracle_threshold=0.8, judge_threshold=50, concurrency=2, judge_votes=1),
     )
@@ -337,6 +370,9 @@ def test_a_query_the_sut_failed_is_unjudged_and_the_others_are_decided(spacy_par
     # the gold cut short at one end, as the verification accepts it from the re-asker
     assert (trimmed.stage, trimmed.bug) == ("rule", False)
     assert trimmed.rule is not None and "cut short" in trimmed.rule
+    # the gold with words of the context around it that name nothing else
+    assert (held.stage, held.bug) == ("rule", False)
+    assert held.rule is not None and "around it" in held.rule
 
 
 @pytest.mark.parametrize(

@@ -456,13 +456,16 @@ def test_kind_yield_counts_coverage_slots_by_what_their_kind_did_first(tmp_path)
     }
 
 
-def test_trimmed_recounts_a_validity_run_with_and_without_the_rule():
+def test_trimmed_recounts_a_validity_run_with_and_without_the_rule(french_parser):
+    from cq2a.language.parsing import lemmatizer
     from evals.trimmed import answer_lists, cut_short_in_lists, recount
 
     records = [
-        {"id": "c1", "qas": [
+        {"id": "c1", "context": "Le 2 août 1940, 30 000 hommes partent de la ville de Béjaïa.",
+         "qas": [
             {"question": "Quand ?", "answers": ["2 août 1940"]},
             {"question": "Combien ?", "answers": ["30 000 hommes", "30 000"]},
+            {"question": "Où ?", "answers": ["Béjaïa", "la ville de Béjaïa"]},
         ]},
     ]  # fmt: skip
     result = {
@@ -480,6 +483,29 @@ def test_trimmed_recounts_a_validity_run_with_and_without_the_rule():
     assert figures["human"] == {"pairs": 2, "similar": 1, "with_rule": 2}
     assert figures["mismatched"] == {"pairs": 1, "similar": 0, "with_rule": 0}
     assert [item["majority"] for item in figures["taken_by_the_rule"]] == ["1940"]
-    lists = cut_short_in_lists(records)
-    assert (lists["alternates"], lists["alternates_cut_short"]) == (1, 1)
-    assert (lists["answer_pairs"], lists["answer_pairs_cut_short"]) == (2, 0)
+    lists = cut_short_in_lists(records, lemmatizer(french_parser))
+    assert (lists["alternates"], lists["alternates_cut_short"]) == (2, 1)
+    assert lists["alternates_holding_the_gold"] == 1  # "la ville de Béjaïa"
+    assert (lists["answer_pairs"], lists["answer_pairs_cut_short"]) == (6, 0)
+    assert lists["answer_pairs_holding_the_gold"] == 0
+
+
+def test_trimmed_counts_the_bugs_of_runs_the_rule_would_excuse(tmp_path):
+    from evals.trimmed import bugs_excused
+
+    context = "La capitale des Zirides est la ville de Béjaïa, en Kabylie."
+    bugs = [
+        {"question": "Quelle capitale ?", "gold_answer": "Béjaïa", "stage": "judge",
+         "sut_answer": "la ville de Béjaïa", "context": context, "language": "fr"},
+        {"question": "Quelle région ?", "gold_answer": "Kabylie", "stage": "judge",
+         "sut_answer": "la région de Kabylie", "context": context, "language": "fr"},
+        {"question": "Quelle région ?", "gold_answer": "Kabylie", "stage": "rule",
+         "sut_answer": "yes", "context": context, "language": "fr"},
+    ]  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "bugs.jsonl").write_text("\n".join(json.dumps(b) for b in bugs), encoding="utf-8")
+    figures = bugs_excused([run, run])  # a bug seen twice counts once
+    assert (figures["bugs"], figures["containing_the_gold"]) == (2, 2)
+    # "la région de Kabylie" is no span of the passage: the judge's bug stands
+    assert figures["excused"] == [{"run": "run", "gold": "Béjaïa", "sut": "la ville de Béjaïa"}]

@@ -22,7 +22,7 @@ from cq2a.generation.questions import example_names
 from cq2a.graph import build_graph
 from cq2a.language.answers import is_abstention, normalize_yes_no
 from cq2a.language.embeddings import MINILM, USEM3, USEM3_THRESHOLD
-from cq2a.language.parsing import get_parser, lemmatizer, parser_available
+from cq2a.language.parsing import lemmatizer
 from cq2a.models.records import Context, RejectReason
 from cq2a.runtime.services import release_services, services_for
 from cq2a.settings import Settings, SUTSpec
@@ -49,13 +49,6 @@ ENGLISH = Context(
 PROMPTS = ("entity_questions", "reask", "judge")
 #: question -> the answer the scripted re-asker and SUT give it
 GOLD: dict[str, str] = {}
-
-
-@pytest.fixture(scope="module")
-def french_parser():
-    available, fix = parser_available("spacy", "fr")
-    assert available, f"the French spaCy model is part of the offline set-up: {fix}"
-    return get_parser("spacy", "fr")
 
 
 def tokens_of(parsed, sentence: int = 0) -> list[str]:

@@ -15,6 +15,7 @@ from cq2a.language.lexicon import (
     FUNCTION_WORDS,
     NON_LEXICAL_VERBS,
     cased_words,
+    mentions,
     words,
 )
 from cq2a.models.records import UNANSWERABLE
@@ -127,6 +128,73 @@ def trims_the_gold(gold: str, majority: str) -> bool:
         if inside.casefold() not in FUNCTION_WORDS and not _cuts_a_name(inside, outside):
             return True
     return False
+
+
+#: Words around the gold that make an answer say something else: a list goes on, or a
+#: negation turns it round ("Harvard and Yale", "Wilson is not one of ...").
+_ANOTHER_CLAIM = frozenset(
+    "and or not no never nor et ou ni ne n pas jamais aucun aucune sans".split()
+)
+
+
+def holds_the_gold(gold: str, answer: str, context: str, lemmatize: Lemmatizer) -> bool:
+    """Whether ``answer`` is the gold with words of the context around it that name nothing
+    else: "la ville de Béjaïa" for "Béjaïa", "disparition du tiers de la population
+    algérienne" for "tiers". The judge's third criterion (III-D, Table II) made a rule: the
+    gold is contained in the answer, and all of the answer appears in the context. Not for an
+    answer the context does not hold word for word ("The University of Cambridge" for
+    "University", "E. O. Wilson is not one of Harvard's faculty members."); nor where the
+    words around the gold hold a name, or a number in digits or, as the parser
+    (``lemmatize``) tags it, in words ("Emma's brother Richard", "3 000" for "3", "à
+    vingt-quatre kilomètres de Paris" for "Paris"); nor where they go on with a list or a
+    negation ("Harvard and Yale"), or cut the gold out of a name ("Harvard" of "Harvard
+    Crimson"). Its blind spot: a phrase around the gold that names something else by a common
+    noun ("the king of France" for "France")."""
+    said = _elided_words(answer)
+    wanted = [w.casefold() for w in _elided_words(gold)]
+    while wanted and wanted[0] in ARTICLES:
+        wanted = wanted[1:]
+    size = len(wanted)
+    if not size or len(said) <= size or not mentions(context, answer):
+        return False
+    folded = [w.casefold() for w in said]
+    for start in range(len(said) - size + 1):
+        if folded[start : start + size] != wanted:
+            continue
+        around = said[:start] + said[start + size :]
+        # the answer's first word may be capitalised as a sentence's: a name only if the
+        # context never writes it in lower case
+        common = said[0] if start and said[0].casefold() in _elided_words(context) else None
+        if _names_something(around, common) or _ANOTHER_CLAIM & {w.casefold() for w in around}:
+            return False
+        before, after = said[start - 1 :: -1] if start else [], said[start + size :]
+        sides = [" ".join(side) for side in (said[:start], after) if side]
+        if any(upos == "NUM" for side in sides for _, upos in lemmatize(side)):
+            return False
+        return not (
+            _cuts_a_name(said[start], before) or _cuts_a_name(said[start + size - 1], after)
+        )
+    return False
+
+
+_WORD_NO_ELISION = re.compile(r"[\w-]+", re.UNICODE)
+
+
+def _elided_words(text: str) -> list[str]:
+    """The word tokens of ``text`` as it writes them, split at apostrophes: "d'argent" is "d"
+    and "argent", "Emma's" is "Emma" and "s"."""
+    return [w.strip("-") for w in _WORD_NO_ELISION.findall(text) if w.strip("-")]
+
+
+def _names_something(around: list[str], common: str | None) -> bool:
+    """Whether the words around the gold hold a number or a name: a capitalised word that is
+    not a function word, other than ``common`` (a common word capitalised at its sentence's
+    start)."""
+    return any(
+        any(ch.isdigit() for ch in w)
+        or (w[:1].isupper() and w.casefold() not in FUNCTION_WORDS and w != common)
+        for w in around
+    )
 
 
 def align_to_context(answer: str, context: str, min_f1: float = 0.5, slack: int = 3) -> str:

@@ -16,6 +16,7 @@ from cq2a.adapters.llm.prompts import render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed, Until
 from cq2a.adapters.sut.base import SUTError
 from cq2a.language.answers import (
+    holds_the_gold,
     is_abstention,
     normalize_answer,
     normalize_yes_no,
@@ -259,7 +260,9 @@ def judge_verdicts(
     wh-question, a span to a yes/no question, an abstention) is a bug by rule, before both; an
     answer that is the gold cut short at one end (``trims_the_gold``: "1940" for "2 août
     1940") is none, by rule, after stage 1: the verification took it for the gold when the
-    re-asker gave it.
+    re-asker gave it; so is a span of the context that holds the gold with words around it
+    that name nothing else (``holds_the_gold``: "la ville de Béjaïa" for "Béjaïa"), the
+    judge's third criterion.
 
     A bug is reported only when both stages say the answers disagree. When the judge gives no
     usable verdict (its call failed, or its output did not parse) the verdict is ``unjudged``:
@@ -298,6 +301,9 @@ def judge_verdicts(
             return Verdict(**base, stage="similarity", bug=False)
         if trims_the_gold(case.answer, compared_form(case.answer, sut)):
             rule = "the gold answer cut short at one end, as the verification accepts it"
+            return Verdict(**base, stage="rule", rule=rule, bug=False)
+        if holds_the_gold(case.answer, sut, case.context, lemmatize):
+            rule = "the gold answer with words of the context around it that name nothing else"
             return Verdict(**base, stage="rule", rule=rule, bug=False)
         verdict, problem = judge_answer(
             client,
