@@ -172,3 +172,29 @@ def test_single_items_of_a_list_come_after_the_rest_of_their_tier(parser) -> Non
     assert {"Denmark", "Iceland"} <= {a.text for a, f in zip(names, flags, strict=True) if f}
     assert {"Rollo", "Normandy"} <= {a.text for a, f in zip(names, flags, strict=True) if not f}
     assert flags == sorted(flags)  # every single item after every other name or number
+
+
+def test_a_noun_chunk_keeps_the_adjectives_after_its_noun(parser, french_parser) -> None:
+    # French adjectives mostly follow their noun, and human answers keep them ("but
+    # utilitaire", "cuisine méditerranéenne et saharienne"); an adjective with a complement
+    # of its own is a reduced relative clause and stays out ("shuttles open to the public")
+    french = Context(
+        id="fr",
+        context="Les œuvres sont conçues dans un but utilitaire. "
+        "On y trouve une cuisine méditerranéenne et saharienne.",
+    )
+    chunks = {
+        a.text
+        for a in asked_answers(french_parser.parse(french), french)
+        if a.kind == AnswerKind.NOUN_CHUNK
+    }
+    assert {"but utilitaire", "cuisine méditerranéenne et saharienne"} <= chunks
+    assert not {"but", "cuisine"} & chunks
+    english = Context(id="en", context="The plan brings possible shuttles open to the public.")
+    texts = {
+        a.text
+        for a in asked_answers(parser.parse(english), english)
+        if a.kind == AnswerKind.NOUN_CHUNK
+    }
+    assert "possible shuttles" in texts
+    assert not any(text.startswith("possible shuttles open") for text in texts)

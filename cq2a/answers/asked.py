@@ -8,8 +8,8 @@ same parse:
 
 * ``named-entity`` and ``number``: the parser's NER spans, and the bare numbers inside a longer
   date or quantity ("1191" in "April 1191");
-* ``noun-chunk``: base noun phrases (a noun with its determiners, modifiers and compounds, the
-  determiner dropped);
+* ``noun-chunk``: base noun phrases (a noun with its determiners, modifiers and compounds, and
+  the adjectives that follow it, the determiner dropped);
 * ``modifier``: adjectives that say what kind a noun is ("rounded" arches);
 * ``clause``: short embedded clauses, the answers to why and how questions;
 
@@ -44,6 +44,10 @@ CHUNK_LEFT_DEPRELS = frozenset(
 )
 #: Right dependents that continue a name ("Rollo Smith" in UD's flat, "Charles III").
 CHUNK_RIGHT_DEPRELS = frozenset({"flat", "flat:name", "fixed", "compound"})
+#: The words of an adjective phrase after its noun that a base noun phrase keeps ("cuisine
+#: méditerranéenne et saharienne"): one with a complement of its own is a reduced relative
+#: clause ("shuttles open to the public"), not part of the base phrase.
+ADJECTIVE_PHRASE_UPOS = frozenset({"ADJ", "ADV", "CCONJ", "PUNCT"})
 #: Words that open a noun phrase without being part of what is asked ("the", "their").
 LEADING_UPOS = frozenset({"DET", "PRON", "PUNCT", "CCONJ", "ADP", "PART"})
 TRAILING_UPOS = frozenset({"PUNCT", "CCONJ", "ADP", "DET", "PART"})
@@ -139,7 +143,9 @@ def bare_numbers(context: Context, sentence: Sentence) -> list[Answer]:
 
 def chunk_span(sentence: Sentence, children: dict[int, list[Token]], head: Token) -> list[Token]:
     """A noun's base phrase: the noun with the left dependents that run up to it without a gap
-    (determiners, adjectives, compounds, numbers, possessors) and the name parts after it."""
+    (determiners, adjectives, compounds, numbers, possessors), and after it the name parts and
+    the bare adjectives that follow it without a gap ("but utilitaire": French puts most
+    adjectives after the noun)."""
     start = end = head.index
     for child in sorted(children.get(head.index, []), key=lambda t: -t.index):
         if child.index > head.index or child.deprel not in CHUNK_LEFT_DEPRELS:
@@ -151,9 +157,13 @@ def chunk_span(sentence: Sentence, children: dict[int, list[Token]], head: Token
     for child in sorted(children.get(head.index, []), key=lambda t: t.index):
         if child.index < head.index:
             continue
-        if child.deprel not in CHUNK_RIGHT_DEPRELS or child.index != end + 1:
+        span = _subtree(sentence, children, child.index)
+        adjective = child.deprel == "amod" and all(
+            sentence.token(i).upos in ADJECTIVE_PHRASE_UPOS for i in span
+        )
+        if not (child.deprel in CHUNK_RIGHT_DEPRELS or adjective) or child.index != end + 1:
             break
-        end = _subtree(sentence, children, child.index)[-1]
+        end = span[-1]
     return [sentence.token(i) for i in range(start, end + 1)]
 
 
