@@ -114,9 +114,9 @@ def cut_short_in_lists(records: list[dict[str, Any]], lemmatize: Lemmatizer) -> 
 
 
 def bugs_excused(runs: list[Path]) -> dict[str, Any]:
-    """The bugs of finished runs (their ``bugs.jsonl``, each SUT answer once per question)
-    that ``holds_the_gold`` would now call no bug, and, of the bugs whose answer contains the
-    gold's words at all, how many are a span of their passage (the rule's first condition)."""
+    """Of the bugs the judge decided in finished runs (their ``bugs.jsonl``, each SUT answer
+    once per question): how many answers contain the gold's words at all (those the rule could
+    take), and those ``holds_the_gold`` would now call no bug."""
     lemmatizers: dict[str, Lemmatizer] = {}
     seen: set[tuple[str, str]] = set()
     bugs = containing = 0
