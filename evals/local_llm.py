@@ -182,7 +182,7 @@ def votes_seconds(
     ) as server:
         together = client_for(server, model, slots, seed=100)
         apart = client_for(server, model, 1, seed=200)
-        apart.max_choices = 1  # one choice per request, sent one after another
+        apart.choices.max_choices = 1  # one choice per request, sent one after another
         for _, system, user, _ in reasks:
             together.text(system, user, n=1)
         started = time.perf_counter()
