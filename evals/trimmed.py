@@ -31,7 +31,7 @@ from typing import Any
 
 from cq2a.consistency.compare import answer_agrees, one_item_of_a_list
 from cq2a.language.answers import answer_tokens, holds_the_gold, trims_the_gold
-from cq2a.language.lemmas import Lemmatizer
+from cq2a.language.lemmas import Lemmatizer, contains_run
 from cq2a.language.parsing import get_parser, lemmatizer
 from evals.parts import PARTS, Part, records_of_part
 
@@ -130,9 +130,7 @@ def bugs_excused(runs: list[Path]) -> dict[str, Any]:
             seen.add(key)
             bugs += 1
             gold, said = answer_tokens(bug["gold_answer"]), answer_tokens(bug["sut_answer"])
-            containing += len(said) > len(gold) > 0 and any(
-                said[i : i + len(gold)] == gold for i in range(len(said) - len(gold) + 1)
-            )
+            containing += len(said) > len(gold) and contains_run(said, gold)
             language = bug.get("language") or "en"
             if language not in lemmatizers:
                 lemmatizers[language] = lemmatizer(get_parser("spacy", language))
