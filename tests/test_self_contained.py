@@ -67,6 +67,7 @@ def test_questions_that_lean_on_their_passage_fail(question):
         "What is the world's largest academic library system?",
         "Which group benefited from the funds distributed by the religious charity, "
         "al-Haramain Foundation?",
+        "Who kicked Ethelred out?",  # a rare name the tagger reads as a verb
     ],
 )
 def test_questions_that_name_their_subject_pass(question):

@@ -604,7 +604,8 @@ def _dates_a_definite_noun(sentence: Sentence, token: Token, lexicon: DeixisLexi
 def _names_nothing(sentences: Sequence[Sentence], lexicon: DeixisLexicon) -> bool:
     """ "What is the total cost of attendance in 2012-13?", "How many courses must
     undergraduates take?": no name in the whole question, only common nouns, dates and
-    amounts, so nothing says whose cost or which undergraduates. A date before its noun
+    amounts, so nothing says whose cost or which undergraduates. A capitalised word inside the
+    question is a name whatever its tag. A date before its noun
     ("the 1973 oil crisis") names an event, a superlative ("the world's largest library
     system"), a noun with one referent anywhere ("the market") or a quoted
     term ("what does 'float' mean") singles out what it asks about."""
@@ -624,8 +625,8 @@ def _names_nothing(sentences: Sequence[Sentence], lexicon: DeixisLexicon) -> boo
         if any(entity.label not in AMOUNT_LABELS for entity in sentence.entities):
             return False
         for token in sentence.tokens:
-            if token.upos == "PROPN" and token.index not in amounts:
-                return False
+            if (token.upos == "PROPN" or _is_capitalised(token)) and token.index not in amounts:
+                return False  # the parser takes a rare name for a verb: "Who kicked Ethelred out?"
             if token.index in dates and _dates_a_definite_noun(sentence, token, lexicon):
                 return False
             if token.xpos in lexicon.superlative_tags or token.text in lexicon.quotation_marks:
