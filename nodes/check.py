@@ -31,7 +31,11 @@ def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
             check_limits(run.settings),
             speech.parse_question if run.settings.sut.question_alone else None,
             deixis_for(passage.language),
-            Grounding(passage.context, example_names(passage.language, speech.lemmatize)),
+            Grounding(
+                passage.context,
+                example_names(passage.language, speech.lemmatize),
+                passage.title,
+            ),
         )
         checked = [c for c in settled if c.id in waiting]
         emit_outcomes(passage.id, "check", checked)

@@ -5,8 +5,14 @@ from dataclasses import replace
 
 import pytest
 
-from cq2a.checks.rules import check_question, question_stands_alone, rejection_reasons
-from cq2a.language.deixis import ENGLISH, DeixisLexicon
+from cq2a.checks.rules import (
+    Grounding,
+    check_question,
+    passage_names,
+    question_stands_alone,
+    rejection_reasons,
+)
+from cq2a.language.deixis import ENGLISH, FRENCH, DeixisLexicon
 from cq2a.language.parsing import get_parser, lemmatizer, question_parser
 from cq2a.models.records import Answer, AnswerKind, RejectReason
 
@@ -133,3 +139,64 @@ def test_generation_asks_for_standalone_questions_only_in_question_mode():
     assert not generation_limits(Settings()).standalone_questions
     question_only = Settings().with_overrides(**{"sut.input": "question"})
     assert generation_limits(question_only).standalone_questions
+
+
+CUISINE = (
+    "La cuisine algérienne est riche. Les ingrédients de l'Algérie viennent de la Méditerranée, "
+    "et les bijoux de Kabylie sont connus."
+)
+
+
+def test_a_passage_names_what_it_writes_capitalised_inside_a_sentence():
+    names = passage_names(CUISINE, title="Algérie")
+    assert {"algerie", "mediterranee", "kabylie"} <= names
+    assert "la" not in names and "les" not in names  # capitalised only where a sentence opens
+
+
+@pytest.mark.parametrize(
+    ("question", "alone"),
+    [
+        ("Quelles sont les influences présentes dans la cuisine algérienne ?", True),
+        ("Comment sont décorés les bijoux kabyles ?", True),
+        ("Quelle est la capitale de l'état des zirides ?", False),  # not a name of this passage
+        ("Quels ingrédients la cuisine utilise-t-elle ?", False),
+        ("Combien de navires furent employés pour l'opération ?", False),
+    ],
+)
+def test_french_adjectives_made_from_a_name_identify_their_noun(question, alone, french_parser):
+    """French writes "algérienne" in lower case where English writes "Algerian": an adjective
+    whose first letters open a name of the passage identifies its noun, as a capitalised one
+    does in English."""
+    parse = question_parser(french_parser)
+    names = passage_names(CUISINE, title="Algérie")
+    assert question_stands_alone(parse(question), FRENCH, names).passed is alone
+    assert not question_stands_alone(parse(question), FRENCH).passed  # no names: nothing to match
+
+
+def test_a_noun_the_passage_writes_as_a_name_is_one_in_lower_case(french_parser):
+    parse = question_parser(french_parser)
+    question = parse("Quelle est la capitale de l'état des zirides ?")
+    names = passage_names("Le royaume des Zirides s'étend vers l'est.")
+    assert question_stands_alone(question, FRENCH, names).passed
+    assert not question_stands_alone(question, FRENCH).passed
+
+
+def test_english_reads_no_passage_names():
+    """English capitalises a name's adjective, so its check ignores the passage's names: "the
+    normal route" is not made from "Normandy"."""
+    question = PARSE("What was the normal route?")
+    names = passage_names("Rollo ruled in Normandy.")
+    assert not question_stands_alone(question, ENGLISH, names).passed
+
+
+def test_a_run_checks_with_its_passage_names(french_parser):
+    """``check_question`` reads the names off its ``Grounding`` (the passage and its title)."""
+    question = "Quelles sont les influences présentes dans la cuisine algérienne en 1636 ?"
+    limits = {"lemmatize": LEMMAS, "min_chars": 10, "max_chars": 200}
+    alone = {"parse_question": question_parser(french_parser), "deixis": FRENCH}
+    grounded = Grounding(CUISINE, frozenset(), title="Algérie")
+    unnamed = Grounding("Une cuisine riche.", frozenset())
+    with_names = check_question(answer(), question, "1636", grounding=grounded, **alone, **limits)
+    without = check_question(answer(), question, "1636", grounding=unnamed, **alone, **limits)
+    assert RejectReason.NOT_SELF_CONTAINED not in rejection_reasons(with_names)
+    assert RejectReason.NOT_SELF_CONTAINED in rejection_reasons(without)

@@ -375,9 +375,14 @@ def question_uses_both_sentences(
 NAME_STEM = 4
 
 
-def _stem(word: str) -> str:
+def _fold(word: str) -> str:
+    """``word`` with case and accents aside."""
     folded = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in folded if not unicodedata.combining(c))[:NAME_STEM]
+    return "".join(c for c in folded if not unicodedata.combining(c))
+
+
+def _stem(word: str) -> str:
+    return _fold(word)[:NAME_STEM]
 
 
 @dataclass(frozen=True)
@@ -387,12 +392,38 @@ class Grounding:
 
     passage: str
     example_names: frozenset[str]
+    #: the passage's title (its article's, its document's), whose capitalised words are names
+    title: str | None = None
 
     @cached_property
     def stems(self) -> frozenset[str]:
         """The passage's words as names are matched to them, read once for all its
         questions."""
         return frozenset(_stem(word) for word in re.findall(r"\w+", self.passage))
+
+    @cached_property
+    def names(self) -> frozenset[str]:
+        """The words the passage writes capitalised inside a sentence, and its title's: its
+        names, to which a question's word written in lower case is matched ("algérienne",
+        "Algérie")."""
+        return passage_names(self.passage, self.title)
+
+
+#: What ends a sentence, or opens a quotation, before a capitalised word that is no name.
+_SENTENCE_OPENERS = frozenset('.!?…:«"“')
+
+
+def passage_names(passage: str, title: str | None = None) -> frozenset[str]:
+    """The words (accents and case aside) ``passage`` writes with a capital inside a
+    sentence, not after a full stop or at its start, and every capitalised word of its
+    ``title`` (a title is mostly names: "Algérie")."""
+    stems = {_fold(word) for word in re.findall(r"\w+", title or "") if word[:1].isupper()}
+    for match in re.finditer(r"\w+", passage):
+        before = passage[: match.start()].rstrip()
+        opens = not before or before[-1] in _SENTENCE_OPENERS
+        if match.group()[:1].isupper() and not opens:
+            stems.add(_fold(match.group()))
+    return frozenset(stems)
 
 
 def question_borrows_no_name(
@@ -424,7 +455,7 @@ def _has_digits(token: Token) -> bool:
     return any(ch.isdigit() for ch in token.text)
 
 
-def _is_identified(sentence: Sentence, noun: Token) -> bool:
+def _is_identified(sentence: Sentence, noun: Token, names: frozenset[str]) -> bool:
     """Whether a noun phrase says which one it means beyond its determiner: a prepositional
     modifier (or its stranded preposition, "the coast of"), a clause with words of its own, an
     apposition or a quotation, a number or a date, or a name, also inside a compound ("that
@@ -432,9 +463,11 @@ def _is_identified(sentence: Sentence, noun: Token) -> bool:
     idiom")."""
     if _has_digits(noun) or _is_capitalised(noun) or _is_quoted_after(sentence, noun):
         return True
+    if _is_made_from_a_name(noun, names):
+        return True
     if _is_named_after(sentence, noun):
         return True
-    return any(_identifies(sentence, noun, d) for d in _dependents(sentence, noun))
+    return any(_identifies(sentence, noun, d, names) for d in _dependents(sentence, noun))
 
 
 def _is_named_after(sentence: Sentence, noun: Token) -> bool:
@@ -457,7 +490,7 @@ def _is_quoted_after(sentence: Sentence, noun: Token) -> bool:
     return any(t.text in QUOTE_MARKS and t.deprel != "case" for t in following)  # not "the kings'"
 
 
-def _identifies(sentence: Sentence, noun: Token, dependent: Token) -> bool:
+def _identifies(sentence: Sentence, noun: Token, dependent: Token, names: frozenset[str]) -> bool:
     relation = dependent.deprel.split(":")[0]
     if _has_digits(dependent) or dependent.upos in ANCHOR_UPOS:
         return True
@@ -468,7 +501,8 @@ def _identifies(sentence: Sentence, noun: Token, dependent: Token) -> bool:
     if relation == "compound":
         return _names_something(sentence, dependent)
     if relation == "amod":
-        return _is_capitalised(dependent)  # an adjective made from a name ("the Frankish identity")
+        # an adjective made from a name ("the Frankish identity", "la cuisine algérienne")
+        return _is_capitalised(dependent) or _is_made_from_a_name(dependent, names)
     return relation in IDENTIFYING_DEPRELS or _is_stranded(noun, dependent)
 
 
@@ -476,6 +510,16 @@ def _is_capitalised(token: Token) -> bool:
     """A capitalised word inside a sentence: a name, or a word made from one ("the third
     Crusade", "Frankish")."""
     return token.index > 1 and token.text[:1].isupper()
+
+
+def _is_made_from_a_name(token: Token, names: frozenset[str]) -> bool:
+    """A name, or an adjective made from one, written in lower case: an adjective whose first
+    letters open a name of the passage ("algérienne" of "Algérie", "kabyles" of "Kabylie"),
+    a noun the passage writes as a name ("les abbassides"). ``names`` (``passage_names``) is
+    empty where the language capitalises such adjectives."""
+    if token.upos == "ADJ":
+        return any(_stem(token.text) == name[:NAME_STEM] for name in names)
+    return token.upos in NOUN_UPOS and _fold(token.text) in names
 
 
 def _is_stranded(noun: Token, dependent: Token) -> bool:
@@ -495,17 +539,19 @@ def _names_something(sentence: Sentence, token: Token) -> bool:
     return any(_names_something(sentence, d) for d in _dependents(sentence, token))
 
 
-def _points_at_the_text(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
+def _points_at_the_text(
+    sentence: Sentence, token: Token, lexicon: DeixisLexicon, names: frozenset[str]
+) -> bool:
     """ "the passage", "the author": a noun naming the text, asked about as it is and not as a
     kind ("what document", "the author of Hamlet")."""
     if token.upos != "NOUN" or token.lemma.lower() not in lexicon.text_nouns:
         return False
     asked = any(d.lemma.lower() in lexicon.interrogatives for d in _dependents(sentence, token))
-    return not asked and not _is_identified(sentence, token)
+    return not asked and not _is_identified(sentence, token, names)
 
 
 def _demonstrative_without_referent(
-    sentence: Sentence, token: Token, lexicon: DeixisLexicon
+    sentence: Sentence, token: Token, lexicon: DeixisLexicon, names: frozenset[str]
 ) -> bool:
     """ "this reason", "that year", "what was that": a demonstrative determiner on a noun that
     nothing else identifies, or a demonstrative pronoun as an argument (a relative "that" heads
@@ -514,7 +560,7 @@ def _demonstrative_without_referent(
         return False
     if token.upos == "DET" and token.deprel == "det" and token.head:
         noun = sentence.tokens[token.head - 1]
-        return noun.upos == "NOUN" and not _is_identified(sentence, noun)
+        return noun.upos == "NOUN" and not _is_identified(sentence, noun, names)
     if token.upos == "PRON" and token.deprel.split(":")[0] in ARGUMENT_DEPRELS and token.head:
         return sentence.tokens[token.head - 1].deprel != "acl:relcl"
     return False
@@ -556,7 +602,9 @@ def _asks_for_subject(token: Token, lexicon: DeixisLexicon) -> bool:
     )
 
 
-def _unanchored_definite(sentence: Sentence, token: Token, lexicon: DeixisLexicon) -> bool:
+def _unanchored_definite(
+    sentence: Sentence, token: Token, lexicon: DeixisLexicon, names: frozenset[str]
+) -> bool:
     """ "the school", "the main campus": a definite common noun that nothing in its own phrase
     identifies, whatever else the question names ("When did Saudi Arabia join the embargo?").
     Nouns with one referent anywhere ("the world") are left alone."""
@@ -568,25 +616,32 @@ def _unanchored_definite(sentence: Sentence, token: Token, lexicon: DeixisLexico
         return False
     articles = [d for d in _dependents(sentence, token) if d.deprel == "det"]
     definite = any(d.lemma.lower() in lexicon.definite_articles for d in articles)
-    return definite and not _is_identified(sentence, token)
+    return definite and not _is_identified(sentence, token, names)
 
 
-def leaning_words(sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLISH) -> list[str]:
-    """What in a parsed question leans on its passage, each as "word (why)"."""
+def leaning_words(
+    sentences: Sequence[Sentence],
+    lexicon: DeixisLexicon = ENGLISH,
+    passage_names: frozenset[str] = frozenset(),
+) -> list[str]:
+    """What in a parsed question leans on its passage, each as "word (why)". ``passage_names``
+    (``Grounding.names``) are read only where the language writes a name's adjective in lower
+    case (``lexicon.lowercase_name_adjectives``)."""
+    names = passage_names if lexicon.lowercase_name_adjectives else frozenset()
     found: list[str] = []
     seen_noun = False
     for sentence in sentences:
         for token in sentence.tokens:
-            if _points_at_the_text(sentence, token, lexicon):
+            if _points_at_the_text(sentence, token, lexicon, names):
                 found.append(f"{token.text} (names the text)")
-            elif _demonstrative_without_referent(sentence, token, lexicon):
+            elif _demonstrative_without_referent(sentence, token, lexicon, names):
                 found.append(f"{token.text} (points into the passage)")
             elif _pronoun_without_antecedent(sentence, token, lexicon, seen_noun):
                 found.append(f"{token.text} (no antecedent)")
-            elif _unanchored_definite(sentence, token, lexicon):
+            elif _unanchored_definite(sentence, token, lexicon, names):
                 found.append(f"the {token.text} (names nothing the corpus can tell apart)")
             seen_noun = seen_noun or token.upos in NOUN_UPOS or _asks_for_subject(token, lexicon)
-    if not found and _names_nothing(sentences, lexicon):
+    if not found and _names_nothing(sentences, lexicon, names):
         found.append("(names nothing but dates and amounts)")
     return found
 
@@ -601,7 +656,9 @@ def _dates_a_definite_noun(sentence: Sentence, token: Token, lexicon: DeixisLexi
     return any(d.lemma.lower() in lexicon.definite_articles for d in articles)
 
 
-def _names_nothing(sentences: Sequence[Sentence], lexicon: DeixisLexicon) -> bool:
+def _names_nothing(
+    sentences: Sequence[Sentence], lexicon: DeixisLexicon, names: frozenset[str]
+) -> bool:
     """ "What is the total cost of attendance in 2012-13?", "How many courses must
     undergraduates take?": no name in the whole question, only common nouns, dates and
     amounts, so nothing says whose cost or which undergraduates. A capitalised word inside the
@@ -631,13 +688,17 @@ def _names_nothing(sentences: Sequence[Sentence], lexicon: DeixisLexicon) -> boo
                 return False
             if token.xpos in lexicon.superlative_tags or token.text in lexicon.quotation_marks:
                 return False
+            if _is_made_from_a_name(token, names):
+                return False
             if token.upos == "NOUN" and token.lemma.lower() in lexicon.unique_nouns:
                 return False
     return True
 
 
 def question_stands_alone(
-    sentences: Sequence[Sentence], lexicon: DeixisLexicon = ENGLISH
+    sentences: Sequence[Sentence],
+    lexicon: DeixisLexicon = ENGLISH,
+    passage_names: frozenset[str] = frozenset(),
 ) -> CheckResult:
     """For a system that gets the question alone (``sut.input == "question"``): the question
     names what it asks about, so that over a whole corpus only its own passage answers it. Read
@@ -646,9 +707,11 @@ def question_stands_alone(
     else identifies ("for this reason"), use a third-person pronoun with no noun before it
     ("What did he do?"), or rest on a definite noun that nothing in its phrase identifies,
     even beside a name ("When was the school founded?", "Who founded the school in 1636?").
-    Not in the paper, whose SUT reads the passage (III-C1's spirit: a question is judged as
-    the SUT will see it)."""
-    leaning = leaning_words(sentences, lexicon)
+    A name's adjective identifies its noun ("the Frankish identity"); in a language that
+    writes it in lower case ("la cuisine algérienne"), it is known by a name of the passage
+    (``passage_names``, ``Grounding.names``). Not in the paper, whose SUT reads the passage
+    (III-C1's spirit: a question is judged as the SUT will see it)."""
+    leaning = leaning_words(sentences, lexicon, passage_names)
     if leaning:
         return CheckResult(
             name=SELF_CONTAINED, passed=False, detail=f"leans on its passage: {', '.join(leaning)}"
@@ -687,7 +750,8 @@ def check_question(
     if grounding is not None:
         results.append(question_borrows_no_name(question, grounding, lemmatize))
     if parse_question is not None:
-        results.append(question_stands_alone(parse_question(question), deixis))
+        names = grounding.names if grounding is not None else frozenset()
+        results.append(question_stands_alone(parse_question(question), deixis, names))
     return results
 
 

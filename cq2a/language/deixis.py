@@ -31,6 +31,9 @@ class DeixisLexicon:
     superlative_tags: frozenset[str] = frozenset()
     #: Quotation marks: a quoted term ("what does 'float' mean") is named by the quote.
     quotation_marks: frozenset[str] = frozenset()
+    #: Whether the language writes an adjective made from a name in lower case ("la cuisine
+    #: algérienne"; English capitalises it: "Algerian cuisine").
+    lowercase_name_adjectives: bool = False
 
 
 ENGLISH = DeixisLexicon(
@@ -65,6 +68,7 @@ FRENCH = DeixisLexicon(
         "qui que quoi quel quelle quels quelles lequel laquelle lesquels lesquelles".split()
     ),
     quotation_marks=ENGLISH.quotation_marks | frozenset({"«", "»"}),
+    lowercase_name_adjectives=True,
 )
 #: The lexicons by ISO 639-1 code; a language without one is read with English's closed
 #: classes, which its questions' words rarely match (the check then passes more than it should).
