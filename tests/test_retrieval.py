@@ -24,6 +24,24 @@ def test_passages_sharing_no_term_are_not_returned() -> None:
     assert PassageIndex(PASSAGES).top("zebra quartz", k=3) == []
 
 
+FRENCH = [
+    ("chat", "Le chat de la voisine dort au soleil tout l'après-midi."),
+    ("maison", "Elle est dans la maison de sa mère, près de la rivière."),
+]
+
+
+def test_a_french_corpus_drops_french_stop_words() -> None:
+    """A passage that shares only "est", "la" and "de" with a French question is not
+    retrieved for it, as an English passage sharing only "is" and "the" is not."""
+    query = "Qui est le chat de la voisine ?"
+    index = PassageIndex(FRENCH)
+    assert index.languages == {"fr"}
+    assert [hit.id for hit in index.top(query, k=2)] == ["chat"]
+    english = PassageIndex(FRENCH, languages=["en"])
+    assert [hit.id for hit in english.top(query, k=2)] == ["chat", "maison"]
+    assert PassageIndex(PASSAGES).languages == {"en"}
+
+
 def test_an_empty_index_or_query_returns_nothing() -> None:
     assert PassageIndex([]).top("Normandy", k=3) == []
     assert PassageIndex(PASSAGES).top("   ", k=3) == []
