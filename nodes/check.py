@@ -35,6 +35,7 @@ def check(state: ContextState, runtime: Runtime[Settings]) -> dict[str, Any]:
                 passage.context,
                 example_names(passage.language, speech.lemmatize),
                 passage.title,
+                passage.language,
             ),
         )
         checked = [c for c in settled if c.id in waiting]

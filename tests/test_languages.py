@@ -14,8 +14,10 @@ from cq2a.adapters.llm.prompts import load_prompt, render_prompt
 from cq2a.answers.plan import select_entities
 from cq2a.checks.rules import (
     Grounding,
+    check_question,
     is_yes_no_question,
     question_borrows_no_name,
+    question_in_passage_language,
     rejection_reasons,
 )
 from cq2a.generation.questions import example_names
@@ -23,7 +25,7 @@ from cq2a.graph import build_graph
 from cq2a.language.answers import is_abstention, normalize_yes_no
 from cq2a.language.embeddings import MINILM, USEM3, USEM3_THRESHOLD
 from cq2a.language.parsing import lemmatizer
-from cq2a.models.records import Context, RejectReason
+from cq2a.models.records import Answer, AnswerKind, Context, RejectReason
 from cq2a.runtime.services import release_services, services_for
 from cq2a.settings import Settings, SUTSpec
 from cq2a.testing.script import field_of, marker, user_text
@@ -222,3 +224,43 @@ def test_a_question_may_not_borrow_a_name_of_the_prompts_example(french_parser):
     assert question_borrows_no_name(
         "À quelle région de France les Normands ont-ils donné leur nom ?", normands, lemmatize
     ).passed
+
+
+@pytest.mark.parametrize(
+    ("question", "language", "written_in"),
+    [
+        ("Where did Yoweri Kaguta grow up?", "fr", "English"),
+        ("Is Tiraspol using the same name in all three official languages?", "fr", "English"),
+        ("Quelle région de la France doit son nom aux Normands ?", "en", "French"),
+        ("Dans quelle guerre mondiale servit le bataillon du King's African Rifles ?", "fr", None),
+        ("Qu'est-ce que l'Ouadia ?", "fr", None),  # a name nearly alone, still French
+        ("What did Toyota rebrand its Forte as?", "en", None),
+    ],
+)
+def test_a_question_is_written_in_its_passage_language(question, language, written_in):
+    result = question_in_passage_language(question, language)
+    assert result.passed is (written_in is None)
+    if written_in:
+        assert result.detail.startswith(f"written in {written_in}")
+        assert rejection_reasons([result]) == [RejectReason.WRONG_FORM]
+
+
+def test_every_question_of_a_run_is_checked_for_its_passage_language(spacy_parser):
+    """``check_question`` reads the passage's language off its ``Grounding``."""
+    passage = "Le traité de 911 donne l'Epte comme frontière."
+    answer = Answer(
+        id="c:e0",
+        context_id="c",
+        kind=AnswerKind.ENTITY_WORD,
+        text="Epte",
+        sentence=passage,
+        sentence_index=0,
+    )
+    limits = {"lemmatize": lemmatizer(spacy_parser), "min_chars": 10, "max_chars": 200}
+    question = "Which river did the treaty of 911 name as the border?"
+    french = Grounding(passage, frozenset(), None, "fr")
+    unknown = Grounding(passage, frozenset())
+    checked = check_question(answer, question, passage, grounding=french, **limits)
+    assert RejectReason.WRONG_FORM in rejection_reasons(checked)
+    unchecked = check_question(answer, question, passage, grounding=unknown, **limits)
+    assert RejectReason.WRONG_FORM not in rejection_reasons(unchecked)

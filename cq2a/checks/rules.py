@@ -19,6 +19,7 @@ from typing import Literal
 from cq2a.checks.dedup import mark_duplicates
 from cq2a.language.answers import described
 from cq2a.language.deixis import ENGLISH, DeixisLexicon
+from cq2a.language.detect import language_confidence, language_name
 from cq2a.language.embeddings import SimilarityMatrix
 from cq2a.language.lemmas import Lemmatizer, contains_run, lemma_words, occurs_in, without_articles
 from cq2a.language.lexicon import (
@@ -55,6 +56,7 @@ BOTH_SENTENCES = "both_sentences"
 PREMISE = "stated_premise"
 SELF_CONTAINED = "self_contained"
 BORROWED = "no_borrowed_name"
+LANGUAGE = "passage_language"
 
 REASON_OF_CHECK = {
     COMPLETE: RejectReason.INCOMPLETE,
@@ -66,7 +68,12 @@ REASON_OF_CHECK = {
     PREMISE: RejectReason.FALSE_PREMISE,
     SELF_CONTAINED: RejectReason.NOT_SELF_CONTAINED,
     BORROWED: RejectReason.UNGROUNDED,
+    LANGUAGE: RejectReason.WRONG_FORM,
 }
+#: A question whose passage's language lingua gives less confidence than this is written in
+#: another language. Human questions of the tune parts never score under 0.22 (French, "Qu'est-ce
+#: que l'Ouadia ?") or 0.27 (English, "What did Toyota rebrand its Forte as?").
+OTHER_LANGUAGE_CONFIDENCE = 0.1
 #: Words a yes/no question opens with (an auxiliary or modal before its subject; French
 #: "Est-ce que ...").
 YES_NO_OPENERS = NON_LEXICAL_VERBS - {"been", "being", "done", "doing", "having"} | {"est-ce"}
@@ -394,6 +401,8 @@ class Grounding:
     example_names: frozenset[str]
     #: the passage's title (its article's, its document's), whose capitalised words are names
     title: str | None = None
+    #: the passage's language (ISO 639-1), which its questions must be written in
+    language: str | None = None
 
     @cached_property
     def stems(self) -> frozenset[str]:
@@ -424,6 +433,18 @@ def passage_names(passage: str, title: str | None = None) -> frozenset[str]:
         if match.group()[:1].isupper() and not opens:
             stems.add(_fold(match.group()))
     return frozenset(stems)
+
+
+def question_in_passage_language(question: str, language: str) -> CheckResult:
+    """A question is written in its passage's language (``OTHER_LANGUAGE_CONFIDENCE``): a
+    small generator asked for French questions now and then writes English ones ("Where did
+    Yoweri Kaguta grow up?"), which a French test suite cannot hold. Names in another
+    language do not make one ("Dans quelle guerre ... du King's African Rifles ?")."""
+    confidence, likeliest = language_confidence(question, language)
+    if confidence < OTHER_LANGUAGE_CONFIDENCE:
+        detail = f"written in {language_name(likeliest)}, not {language_name(language)}"
+        return CheckResult(name=LANGUAGE, passed=False, detail=detail)
+    return CheckResult(name=LANGUAGE, passed=True)
 
 
 def question_borrows_no_name(
@@ -743,12 +764,15 @@ def check_question(
     ``parse_question`` (a SUT that gets the question alone), every question must also stand
     alone (``question_stands_alone``, with the closed classes of the question's language,
     ``deixis``). Given ``grounding``, no question of any kind may name what only the prompts'
-    examples name (``question_borrows_no_name``)."""
+    examples name (``question_borrows_no_name``), and, given the passage's language, every
+    question must be written in it (``question_in_passage_language``)."""
     results = _question_checks(
         answer, question, explanation, lemmatize, min_chars, max_chars, leak_rule
     )
     if grounding is not None:
         results.append(question_borrows_no_name(question, grounding, lemmatize))
+        if grounding.language:
+            results.append(question_in_passage_language(question, grounding.language))
     if parse_question is not None:
         names = grounding.names if grounding is not None else frozenset()
         results.append(question_stands_alone(parse_question(question), deixis, names))

@@ -75,3 +75,22 @@ def detect_language(text: str, languages: Sequence[str]) -> str:
     )
     found = _detector(codes).detect_language_of(text)
     return found.iso_code_639_1.name.lower() if found is not None else languages[0]
+
+
+def language_confidence(text: str, language: str) -> tuple[float, str]:
+    """How sure lingua is that ``text`` is in ``language`` (0 to 1), weighed against the
+    screened languages, and the language it finds likeliest: ``(1.0, language)`` for a text too
+    short to tell or a language lingua does not know."""
+    from lingua import IsoCode639_1
+
+    if sum(ch.isalpha() for ch in text) < MIN_LETTERS or not hasattr(
+        IsoCode639_1, language.upper()
+    ):
+        return 1.0, language
+    codes = tuple(
+        c for c in dict.fromkeys([language, *SCREENED]) if hasattr(IsoCode639_1, c.upper())
+    )
+    values = _detector(codes).compute_language_confidence_values(text)
+    found = {v.language.iso_code_639_1.name.lower(): v.value for v in values}
+    likeliest = max(found, key=found.__getitem__) if found else language
+    return found.get(language, 0.0), likeliest
