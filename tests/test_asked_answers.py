@@ -198,3 +198,20 @@ def test_a_noun_chunk_keeps_the_adjectives_after_its_noun(parser, french_parser)
     }
     assert "possible shuttles" in texts
     assert not any(text.startswith("possible shuttles open") for text in texts)
+
+
+def test_an_english_possessive_stays_in_a_french_name(french_parser) -> None:
+    # French tokenization cuts "King's" as an elision ("King'" + "s") and the NER tags the name
+    # from "African": the gold came out as "African Rifles"
+    french = Context(
+        id="fr",
+        context="Il reçoit le nom de Museveni en hommage au septième bataillon du King's "
+        "African Rifles, un régiment britannique d’infanterie coloniale.",
+    )
+    names = [
+        a.text
+        for a in asked_answers(french_parser.parse(french), french)
+        if a.kind == AnswerKind.NAMED_ENTITY
+    ]
+    assert "King's African Rifles" in names
+    assert "African Rifles" not in names

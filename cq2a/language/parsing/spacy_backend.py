@@ -279,6 +279,7 @@ def _entities(sent: Span, index_of: dict[int, int], scheme: Scheme) -> list[Enti
         words = list(entity)
         while scheme.ud and len(words) > 1 and words[0].pos_ == "ADP":
             words = words[1:]
+        words = _english_possessive(sent, words[0].i) + words
         kept = [index_of[t.i] for t in words if t.i in index_of]
         if kept:
             spans.append(EntitySpan(label=entity.label_, start=kept[0], end=kept[-1]))
@@ -297,6 +298,19 @@ def _entities(sent: Span, index_of: dict[int, int], scheme: Scheme) -> list[Enti
             if start in index_of and end in index_of
         ]
     return spans
+
+
+def _english_possessive(sent: Span, start: int) -> list[SpacyToken]:
+    """ "King's African Rifles" in a French sentence: French tokenization cuts an English
+    possessive as an elision ("King'" + "s"), and the NER then tags the name from the word
+    after it; the capitalised owner and its "s" belong to the name."""
+    if start - 2 < sent.start:
+        return []
+    owner, ending = sent.doc[start - 2], sent.doc[start - 1]
+    elided = owner.text[-1:] in {"'", "\u2019"} and not owner.whitespace_
+    if elided and owner.text[:1].isupper() and ending.text.lower() == "s":
+        return [owner, ending]
+    return []
 
 
 def _amounts(sent: Span, taken: set[int]) -> list[tuple[str, int, int]]:
