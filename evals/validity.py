@@ -182,7 +182,7 @@ def as_answer(
 
 
 #: (context id, question, gold, type) -> the re-asker's majority answer and its similarity
-MAJORITY: dict[tuple[str, str, str, str], tuple[str | None, float | None]] = {}
+MAJORITY: dict[tuple[str, str, str, str], tuple[str | None, float | None, int]] = {}
 #: Every oracle decision of the run (``oracle_bugs``), written to the JSON to be read.
 VERDICTS: list[dict[str, Any]] = []
 
@@ -232,6 +232,7 @@ def filter_outcome(
     MAJORITY[(item.context.id, item.question, gold, type)] = (
         compared.current.majority_answer,
         compared.current.similarity,
+        compared.current.majority_count,
     )
     return {
         "no_leakage": leak,
@@ -356,7 +357,7 @@ def rate(values: list[bool]) -> float | None:
 def rejected_example(item: HumanQuestion, outcome: dict[str, bool]) -> dict[str, Any]:
     """A rejected human question, the rules it failed, and what the re-asker answered."""
     key = (item.context.id, item.question, item.answers[0], item.type)
-    majority, similarity = MAJORITY.get(key, (None, None))
+    majority, similarity, _ = MAJORITY.get(key, (None, None, 0))
     failed = {k: v for k, v in outcome.items() if not v and k != "llm_error"}
     return {
         "type": item.type,
@@ -532,8 +533,9 @@ def measure(
                 "gold": gold,
                 "majority": majority,
                 "similarity": similarity,
+                "majority_votes": count,
             }
-            for (context_id, question, gold, question_type), (majority, similarity) in (
+            for (context_id, question, gold, question_type), (majority, similarity, count) in (
                 MAJORITY.items()
             )
         ],
