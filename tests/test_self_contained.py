@@ -141,6 +141,22 @@ def test_generation_asks_for_standalone_questions_only_in_question_mode():
     assert generation_limits(question_only).standalone_questions
 
 
+def test_a_french_passage_is_asked_for_standalone_questions_in_french():
+    """The requirement comes in the passage's language where it has its own wording (French
+    examples and pronouns), not in English after a French prompt."""
+    from cq2a.adapters.llm.prompts import load_prompt
+    from cq2a.generation.questions import generation_messages
+    from cq2a.models.records import Context
+
+    french = Context(id="f", context="Harvard fut fondée en 1636.", language="fr")
+    alone, _ = generation_messages(answer(), french, 5, "", standalone=True)
+    assert alone.endswith(load_prompt("fr/standalone_requirement"))
+    assert "se suffire à elle-même" in alone and "stand on its own" not in alone
+    german = Context(id="d", context="Harvard wurde 1636 gegründet.", language="de")
+    alone, _ = generation_messages(answer(), german, 5, "", standalone=True)
+    assert alone.endswith(load_prompt("standalone_requirement"))
+
+
 CUISINE = (
     "La cuisine algérienne est riche. Les ingrédients de l'Algérie viennent de la Méditerranée, "
     "et les bijoux de Kabylie sont connus."

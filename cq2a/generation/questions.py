@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from cq2a.adapters.fanout import parallel_map
 from cq2a.adapters.llm.client import ChatClient
 from cq2a.adapters.llm.errors import LLMCallFailed
-from cq2a.adapters.llm.prompts import load_prompt, render_prompt, system_prompt
+from cq2a.adapters.llm.prompts import own_prompt, render_prompt, system_prompt
 from cq2a.adapters.llm.structured import Malformed, Until
 from cq2a.language.lemmas import Lemmatizer
 from cq2a.language.lexicon import BLANK
@@ -142,11 +142,11 @@ def generation_messages(
     """System and user messages; the context comes first so servers can reuse the prefix.
     The system prompt is the context's language's (``system_prompt``). ``standalone``: the
     questions will be asked without their passage, and the system message says so
-    (``prompts/standalone_requirement.txt``)."""
+    (``prompts/standalone_requirement.txt``, or the language's own: ``prompts/fr/``)."""
     name, user = _kind_messages(answer, context, count, feedback)
     system = system_prompt(f"{name}.system", context.language)
     if standalone:
-        system = f"{system}\n\n{load_prompt('standalone_requirement')}"
+        system = f"{system}\n\n{own_prompt('standalone_requirement', context.language)}"
     return system, user
 
 

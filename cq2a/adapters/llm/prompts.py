@@ -43,6 +43,18 @@ def system_prompt(name: str, language: str | None) -> str:
     return _with_requirement(load_prompt(name), language)
 
 
+def own_prompt(name: str, language: str | None) -> str:
+    """``prompts/<language>/<name>.txt`` where the language has its own wording of a passage
+    of a prompt (the French requirement that questions stand alone, with French examples),
+    else the English file."""
+    if language not in (None, "en"):
+        try:
+            return load_prompt(f"{language}/{name}")
+        except FileNotFoundError:
+            pass
+    return load_prompt(name)
+
+
 def _with_requirement(system: str, language: str | None) -> str:
     """A system prompt for a passage in ``language`` (ISO 639-1): English's unchanged, any
     other's followed by ``prompts/language_requirement.txt`` naming the language, so that
