@@ -426,13 +426,13 @@ def passage_names(passage: str, title: str | None = None) -> frozenset[str]:
     """The words (accents and case aside) ``passage`` writes with a capital inside a
     sentence, not after a full stop or at its start, and every capitalised word of its
     ``title`` (a title is mostly names: "Algérie")."""
-    stems = {_fold(word) for word in re.findall(r"\w+", title or "") if word[:1].isupper()}
+    names = {_fold(word) for word in re.findall(r"\w+", title or "") if word[:1].isupper()}
     for match in re.finditer(r"\w+", passage):
         before = passage[: match.start()].rstrip()
         opens = not before or before[-1] in _SENTENCE_OPENERS
         if match.group()[:1].isupper() and not opens:
-            stems.add(_fold(match.group()))
-    return frozenset(stems)
+            names.add(_fold(match.group()))
+    return frozenset(names)
 
 
 def question_in_passage_language(question: str, language: str) -> CheckResult:
