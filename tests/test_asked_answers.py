@@ -215,3 +215,6 @@ def test_an_english_possessive_stays_in_a_french_name(french_parser) -> None:
     ]
     assert "King's African Rifles" in names
     assert "African Rifles" not in names
+    # nor is a word cut at its apostrophe an answer ("King'", "septième bataillon du King'")
+    every = [a.text for a in asked_answers(french_parser.parse(french), french)]
+    assert not [text for text in every if text.endswith("'")]

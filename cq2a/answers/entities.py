@@ -316,4 +316,8 @@ def answer_is_lexically_valid(answer: Answer) -> CheckResult:
         return CheckResult(name=LEXICAL, passed=False, detail=f"{text!r} is not a lexical verb")
     if answer.upos == "AUX":
         return CheckResult(name=LEXICAL, passed=False, detail=f"{text!r} is an auxiliary")
+    if text.endswith(("'", "\u2019")):
+        # a word cut at an elision ("King'" of a French parse of "King's"), or a possessive
+        # whose owner is the answer ("the Normans'")
+        return CheckResult(name=LEXICAL, passed=False, detail=f"{text!r} ends at an apostrophe")
     return CheckResult(name=LEXICAL, passed=True)
