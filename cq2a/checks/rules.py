@@ -428,9 +428,12 @@ def passage_names(passage: str, title: str | None = None) -> frozenset[str]:
     ``title`` (a title is mostly names: "Algérie")."""
     names = {_fold(word) for word in re.findall(r"\w+", title or "") if word[:1].isupper()}
     for match in re.finditer(r"\w+", passage):
-        before = passage[: match.start()].rstrip()
-        opens = not before or before[-1] in _SENTENCE_OPENERS
-        if match.group()[:1].isupper() and not opens:
+        if not match.group()[:1].isupper():
+            continue
+        before = match.start() - 1
+        while before >= 0 and passage[before].isspace():
+            before -= 1
+        if before >= 0 and passage[before] not in _SENTENCE_OPENERS:
             names.add(_fold(match.group()))
     return frozenset(names)
 

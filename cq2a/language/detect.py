@@ -62,18 +62,22 @@ def _detector(codes: tuple[str, ...]) -> LanguageDetector:
     ).build()
 
 
+def _screened(languages: Sequence[str]) -> tuple[str, ...]:
+    """``languages`` and the screened ones, those lingua knows (it detects 75; a run's
+    language outside them is only ever given)."""
+    from lingua import IsoCode639_1
+
+    return tuple(
+        c for c in dict.fromkeys([*languages, *SCREENED]) if hasattr(IsoCode639_1, c.upper())
+    )
+
+
 def detect_language(text: str, languages: Sequence[str]) -> str:
     """The ISO 639-1 code of ``text``'s language: one of ``languages`` (the first when the text
     is too short to tell or only one is given), or a screened language the run does not parse."""
     if len(languages) == 1 or sum(ch.isalpha() for ch in text) < MIN_LETTERS:
         return languages[0]
-    from lingua import IsoCode639_1
-
-    # lingua detects its 75 languages; a run's language outside them is only ever given
-    codes = tuple(
-        c for c in dict.fromkeys([*languages, *SCREENED]) if hasattr(IsoCode639_1, c.upper())
-    )
-    found = _detector(codes).detect_language_of(text)
+    found = _detector(_screened(languages)).detect_language_of(text)
     return found.iso_code_639_1.name.lower() if found is not None else languages[0]
 
 
@@ -87,10 +91,7 @@ def language_confidence(text: str, language: str) -> tuple[float, str]:
         IsoCode639_1, language.upper()
     ):
         return 1.0, language
-    codes = tuple(
-        c for c in dict.fromkeys([language, *SCREENED]) if hasattr(IsoCode639_1, c.upper())
-    )
-    values = _detector(codes).compute_language_confidence_values(text)
+    values = _detector(_screened([language])).compute_language_confidence_values(text)
     found = {v.language.iso_code_639_1.name.lower(): v.value for v in values}
     likeliest = max(found, key=found.__getitem__) if found else language
     return found.get(language, 0.0), likeliest

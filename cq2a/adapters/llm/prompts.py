@@ -35,24 +35,26 @@ def system_prompt(name: str, language: str | None) -> str:
     wording matters (``prompts/<language>/<name>.txt``: the generation prompts in French, with
     a French example), else the English one followed by the language requirement
     (``_with_requirement``). English's is the file itself."""
-    if language not in (None, "en"):
-        try:
-            return load_prompt(f"{language}/{name}")
-        except FileNotFoundError:
-            pass
-    return _with_requirement(load_prompt(name), language)
+    own = _language_file(name, language)
+    return own if own is not None else _with_requirement(load_prompt(name), language)
 
 
 def own_prompt(name: str, language: str | None) -> str:
     """``prompts/<language>/<name>.txt`` where the language has its own wording of a passage
     of a prompt (the French requirement that questions stand alone, with French examples),
     else the English file."""
-    if language not in (None, "en"):
-        try:
-            return load_prompt(f"{language}/{name}")
-        except FileNotFoundError:
-            pass
-    return load_prompt(name)
+    own = _language_file(name, language)
+    return own if own is not None else load_prompt(name)
+
+
+def _language_file(name: str, language: str | None) -> str | None:
+    """``prompts/<language>/<name>.txt`` for a language other than English that has one."""
+    if language in (None, "en"):
+        return None
+    try:
+        return load_prompt(f"{language}/{name}")
+    except FileNotFoundError:
+        return None
 
 
 def _with_requirement(system: str, language: str | None) -> str:
