@@ -114,6 +114,8 @@ CLAUSAL_DEPRELS = frozenset({"ccomp", "xcomp", "csubj", "advcl"})
 CLAUSE_UPOS = frozenset({"VERB", "AUX"})
 #: Words that name something on their own ("Harvard", "1636").
 ANCHOR_UPOS = frozenset({"PROPN", "NUM"})
+#: Words that can say what kind of thing a noun is: "the financial crisis", "the ruling class".
+CLASSIFYING_UPOS = frozenset({"ADJ", "VERB"})
 #: Entity labels (OntoNotes) of dates and amounts: they narrow a question, they name nothing.
 AMOUNT_LABELS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY"})
 
@@ -640,7 +642,35 @@ def _unanchored_definite(
         return False
     articles = [d for d in _dependents(sentence, token) if d.deprel == "det"]
     definite = any(d.lemma.lower() in lexicon.definite_articles for d in articles)
-    return definite and not _is_identified(sentence, token, names)
+    if not definite or _is_classified(sentence, token, lexicon):
+        return False
+    return not _is_identified(sentence, token, names)
+
+
+def _is_classified(sentence: Sentence, noun: Token, lexicon: DeixisLexicon) -> bool:
+    """ "the financial crisis", "the ruling class", "the uncooperative countries": an adjective
+    that says what kind of thing the noun is makes a description a reader can place with the
+    rest of the question. One that places or counts it ("the main campus", "the first
+    building", "the best students": ``lexicon.relative_adjectives``, ordinals, comparatives
+    and superlatives) does not. Only for a definite noun: "the given text" and "this
+    important reason" still lean on the passage."""
+    return any(
+        _classifies(sentence, d, lexicon) for d in _dependents(sentence, noun) if d.deprel == "amod"
+    )
+
+
+def _classifies(sentence: Sentence, adjective: Token, lexicon: DeixisLexicon) -> bool:
+    """An adjective on its own (an adverb at most: "the highly rated school"); one with words
+    of its own is a predicate the parser hung on the noun ("the school able to bring",
+    "le point culminant de l'île")."""
+    return (
+        adjective.upos in CLASSIFYING_UPOS
+        and adjective.lemma.lower() not in lexicon.relative_adjectives
+        and adjective.feature("NumType") != "Ord"
+        and adjective.feature("Degree") not in {"Cmp", "Sup"}
+        and adjective.xpos not in lexicon.superlative_tags
+        and all(d.deprel == "advmod" for d in _dependents(sentence, adjective))
+    )
 
 
 def leaning_words(

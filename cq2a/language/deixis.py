@@ -31,6 +31,10 @@ class DeixisLexicon:
     superlative_tags: frozenset[str] = frozenset()
     #: Quotation marks: a quoted term ("what does 'float' mean") is named by the quote.
     quotation_marks: frozenset[str] = frozenset()
+    #: Adjectives that place or count a noun rather than say what kind it is: "the main
+    #: campus", "the other school", "the new building" need the passage as much as "the
+    #: campus" ("the financial crisis", "the ruling class" do not).
+    relative_adjectives: frozenset[str] = frozenset()
     #: Whether the language writes an adjective made from a name in lower case ("la cuisine
     #: algérienne"; English capitalises it: "Algerian cuisine").
     lowercase_name_adjectives: bool = False
@@ -51,6 +55,11 @@ ENGLISH = DeixisLexicon(
     unique_nouns=frozenset("world market economy public dollar".split()),
     interrogatives=frozenset({"who", "what", "which", "whose", "whatever", "whichever"}),
     superlative_tags=frozenset({"JJS", "RBS"}),
+    relative_adjectives=frozenset(
+        "main first last new old former latter same other next previous following current "
+        "original present second third whole entire own particular certain only given above "
+        "aforementioned said such many much few several various numerous".split()
+    ),
     quotation_marks=frozenset({"'", '"', "\u2018", "\u2019", "\u201c", "\u201d", "``", "''"}),
 )
 
@@ -66,6 +75,11 @@ FRENCH = DeixisLexicon(
     unique_nouns=frozenset("monde marché économie public".split()),
     interrogatives=frozenset(
         "qui que quoi quel quelle quels quelles lequel laquelle lesquels lesquelles".split()
+    ),
+    relative_adjectives=frozenset(
+        "principal premier dernier nouveau ancien même autre prochain précédent suivant actuel "
+        "original présent second deuxième troisième entier propre particulier certain seul "
+        "donné susdit tel nombreux plusieurs divers différent".split()
     ),
     quotation_marks=ENGLISH.quotation_marks | frozenset({"«", "»"}),
     lowercase_name_adjectives=True,
