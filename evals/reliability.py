@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +211,7 @@ def kill_and_resume(tmp: Path, points: tuple[int, ...] = (1, 4, 8)) -> list[dict
 def spend_cap_across_resume(tmp: Path, cap: int = 2000) -> dict[str, Any]:
     """Stop at a token cap, resume with the same cap, then with a raised one."""
     input_path = worker.write_input(tmp / "in.jsonl", worker.contexts(6))
-    spent = []
+    spent: list[int] = []
     release_services()
     with ScriptedLLMServer() as server:
         worker.script().install(server.rules)
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     figures: dict[str, Any] = {}
-    steps = {
+    steps: dict[str, Callable[[Path], Any]] = {
         "dead_llm": dead_llm,
         "faults": injected_faults,
         "kill": kill_and_resume,

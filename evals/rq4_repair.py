@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cq2a.adapters.sut.base import SUTQuery
+from cq2a.adapters.sut.base import SUTQuery, answer_text
 from cq2a.adapters.sut.seq2seq import Seq2SeqSUT, pick_device, unifiedqa_input
 from cq2a.language.embeddings import Embedder, default_threshold, load_embedder
 from cq2a.models.records import TestCase
@@ -106,7 +106,8 @@ def error_rate(
     sut: Seq2SeqSUT, cases: list[TestCase], embedder: Embedder, threshold: float
 ) -> tuple[float | None, list[str]]:
     """Share of ``cases`` whose generated answer has cosine < ``threshold`` with the gold."""
-    answers = sut.answer([SUTQuery(question=c.question, context=c.context) for c in cases])
+    replies = sut.answer([SUTQuery(question=c.question, context=c.context) for c in cases])
+    answers = [answer_text(reply) for reply in replies]
     similarities = embedder.similarity_pairs(answers, [c.answer for c in cases])
     errors = sum(similarity < threshold for similarity in similarities)
     return (errors / len(cases) if cases else None), answers

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cq2a.adapters.sut.base import SUTQuery
+from cq2a.adapters.sut.base import SUTQuery, answer_text
 from cq2a.adapters.sut.seq2seq import Seq2SeqSUT, pick_device
 from evals.calibrate import SQUAD
 
@@ -73,7 +73,7 @@ def _timed(sut: Seq2SeqSUT, queries: list[SUTQuery], batch_size: int) -> tuple[f
     answers = sut.answer(queries)
     if sut.device.startswith("cuda"):
         torch.cuda.synchronize()
-    return time.perf_counter() - start, answers
+    return time.perf_counter() - start, [answer_text(a) for a in answers]
 
 
 def measure_batch_speedup(
@@ -86,7 +86,7 @@ def measure_batch_speedup(
     import torch
 
     queries = squad_queries(n_questions)
-    tokenizer = train_tokenizer([q.question for q in queries] + [q.context for q in queries])
+    tokenizer = train_tokenizer([q.question for q in queries] + [q.context or "" for q in queries])
     model = random_t5(32128, **T5_SMALL)
     device = pick_device(device)
     if device.startswith("cuda") and torch.cuda.is_bf16_supported():

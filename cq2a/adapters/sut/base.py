@@ -48,6 +48,11 @@ class QASystem(Protocol):
     def answer(self, items: list[SUTQuery]) -> Sequence[str | SUTAnswer | SUTError]: ...
 
 
+def answer_text(answer: str | SUTAnswer) -> str:
+    """The words of an answer, without the passages a retrieval system named with it."""
+    return answer.answer if isinstance(answer, SUTAnswer) else answer
+
+
 def check_answer(name: str, answer: object) -> str | SUTAnswer:
     """One answer as a SUT gave it: a string, None (an abstention, ``UNANSWERABLE``), or an
     object ``{"answer", "contexts"}`` (a dict or a ``SUTAnswer``) naming the passages it
