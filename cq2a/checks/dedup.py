@@ -1,5 +1,5 @@
-"""Near-duplicate removal, after the III-C1 checks: of two questions for the same answer that say
-the same, the first is kept."""
+"""Near-duplicate removal, after the III-C1 checks: of two questions with the same gold answer
+that say the same, the first is kept."""
 
 from __future__ import annotations
 
@@ -16,16 +16,19 @@ def mark_duplicates(
     similarity_matrix: SimilarityMatrix,
     threshold: float,
 ) -> list[Candidate]:
-    """Reject near-duplicate questions of the same answer with reason ``duplicate``.
+    """Reject near-duplicate questions of the same gold answer with reason ``duplicate``: of
+    one answer, or of two answers that read the same (two yes/no targets of one passage, both
+    "yes", asked "Is Indiana Jones and the Temple of Doom a 1984 film ...?" twice; the same
+    name in two sentences).
 
     The first question wins: ``existing`` (accepted or still alive) questions are kept, then
     ``new`` ones in slot order, each compared with those kept before it.
     """
     updated = list(new)
-    answer_ids = dict.fromkeys(c.answer.id for c in new)
-    for answer_id in answer_ids:
-        kept = [c for c in existing if c.answer.id == answer_id]
-        fresh = [i for i, c in enumerate(updated) if c.answer.id == answer_id]
+    golds = dict.fromkeys(_gold(c) for c in new)
+    for gold in golds:
+        kept = [c for c in existing if _gold(c) == gold]
+        fresh = [i for i, c in enumerate(updated) if _gold(c) == gold]
         questions = [c.current.question for c in kept] + [
             updated[i].current.question for i in fresh
         ]
@@ -44,3 +47,8 @@ def mark_duplicates(
                 candidate, RejectReason.DUPLICATE, checks=[*candidate.current.checks, check]
             )
     return updated
+
+
+def _gold(candidate: Candidate) -> str:
+    """What a test built from the candidate would hold as its gold, case and spaces aside."""
+    return " ".join(candidate.answer.text.split()).casefold()
