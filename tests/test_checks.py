@@ -297,6 +297,33 @@ def test_a_ranking_word_its_sentence_lacks_is_a_false_premise():
     assert question_adds_no_ranking(largest, "Is it the smallest library system?", LEMMAS).passed
     assert superlatives("Did at least 5 come, most of them late?", LEMMAS) == set()
     assert superlatives("Was it the best and happiest day?", LEMMAS) == {"best", "happiest"}
+    # "all" or "always" where the sentence says nothing of how many: silent, neither yes nor no
+    down = make_answer("no", AnswerKind.YES_NO).model_copy(
+        update={"sentence": "Filoplumes and down may arise from the apterylae."}
+    )
+    assert not question_adds_no_ranking(down, "Are filoplumes present on all birds?").passed
+    assert not question_adds_no_ranking(down, "Do filoplumes always arise there?").passed
+    assert question_adds_no_ranking(down, "Do filoplumes arise from the pterylae?").passed
+    # the demo's accepted "no" of earlier runs: the passage says "gradually", not "not always"
+    merge = down.model_copy(
+        update={"sentence": "Through generations of assimilation and mixing with the native "
+                "Frankish and Roman-Gaulish populations, their descendants would gradually merge "
+                "with the Carolingian-based cultures of West Francia."}
+    )  # fmt: skip
+    always_merge = "Did the Normans' descendants always merge with the Carolingian-based cultures?"
+    assert not question_adds_no_ranking(merge, always_merge).passed
+    # a sentence that says how many its statement holds for makes the "no" stated
+    feathers = down.model_copy(
+        update={"sentence": "Contour feathers are not uniformly distributed on the skin of the "
+                "bird except in some groups such as the penguins."}
+    )  # fmt: skip
+    always = "Are contour feathers always distributed uniformly across the skin of all birds?"
+    assert question_adds_no_ranking(feathers, always).passed
+    # a span question is not read for it
+    span = make_answer("apterylae", AnswerKind.NAMED_ENTITY).model_copy(
+        update={"sentence": down.sentence}
+    )
+    assert question_adds_no_ranking(span, "Where do all filoplumes arise?").passed
 
 
 def test_human_squad_questions_seldom_rank_beyond_their_sentence():

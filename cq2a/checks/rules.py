@@ -100,6 +100,13 @@ EXCLUSIVE = re.compile(
     r"\b(?:besides|apart from|other than|except|any other|no other|anyone else|anything else)\b",
     re.IGNORECASE,
 )
+#: Words that claim something of every member ("all birds", "always"): a yes/no question may
+#: say one only where its sentence says how many ("all", "most", "some", "except"), or it asks
+#: about what the passage is silent on.
+UNIVERSAL_WORDS = frozenset(
+    "all always every everyone everybody everything everywhere never none nobody".split()
+)
+QUANTIFIER_WORDS = UNIVERSAL_WORDS | frozenset("most some many few several usually often".split())
 #: Words that make the word after them a superlative ("the most prescribed").
 SUPERLATIVE_MARKERS = frozenset({"most", "least"})
 IRREGULAR_SUPERLATIVES = frozenset({"best", "worst"})
@@ -222,6 +229,17 @@ def exclusive(text: str) -> set[str]:
     return {"only"} if EXCLUSIVE.search(text) else set()
 
 
+def universals(text: str) -> set[str]:
+    """The words of a text that claim something of every member ("all", "always", "never")."""
+    return set(words(text)) & UNIVERSAL_WORDS
+
+
+def says_how_many(text: str) -> bool:
+    """Whether a text says of how many its statement holds ("in most birds", "except in some
+    groups", "all biomass"), so that a question adding "all" or "always" to it can be told."""
+    return bool(set(words(text)) & QUANTIFIER_WORDS) or bool(exclusive(text))
+
+
 def superlatives(text: str, lemmatize: Lemmatizer) -> set[str]:
     """The superlatives of a text: "most" or "least" before another word ("the most
     prescribed"; not "most of", "at least"), "best" and "worst", and an adjective or adverb
@@ -256,7 +274,11 @@ def question_adds_no_ranking(
     Rollo the last ruler?" of "Rollo was their first ruler" swaps a rank the sentence gives,
     which is how a "no" question is made. Given ``lemmatize``, the same holds for a yes/no
     question's superlatives ("Is Vistaril the most prescribed preparation?" of a sentence that
-    names it among others)."""
+    names it among others). And a yes/no question may claim something of every member ("all",
+    "always", "never") only where its sentence says of how many its statement holds: "Are
+    filoplumes and down present on the skin of all birds?" of "Filoplumes and down may arise
+    from the apterylae" is silent, "Are contour feathers always distributed uniformly ...?" of
+    "not uniformly distributed ... except in some groups" is a "no"."""
     yes_no = answer.kind is AnswerKind.YES_NO
     evidence = ranks(answer.sentence) | ranks(answer.bridge or "")
     if yes_no:
@@ -264,6 +286,8 @@ def question_adds_no_ranking(
     if yes_no and evidence & ORDER_WORDS:
         evidence |= ORDER_WORDS
     asked = ranks(question) | (exclusive(question) if yes_no else set())
+    if yes_no and not (says_how_many(answer.sentence) or says_how_many(answer.bridge or "")):
+        asked |= universals(question)  # "Are filoplumes present on the skin of all birds?"
     added = sorted(asked - evidence)
     if yes_no and lemmatize is not None and not added:
         stated = superlatives(answer.sentence, lemmatize)
