@@ -102,11 +102,12 @@ EXCLUSIVE = re.compile(
 )
 #: Words that claim something of every member ("all birds", "always"): a yes/no question may
 #: say one only where its sentence says how many ("all", "most", "some", "except"), or it asks
-#: about what the passage is silent on.
-UNIVERSAL_WORDS = frozenset(
-    "all always every everyone everybody everything everywhere never none nobody".split()
+#: about what the passage is silent on. Not "never": a question copies it from a description
+#: more often than it asks it ("a low never before seen by the team").
+UNIVERSAL_WORDS = frozenset("all always every everyone everybody everything everywhere".split())
+QUANTIFIER_WORDS = UNIVERSAL_WORDS | frozenset(
+    "never none each both any most some many few several usually often".split()
 )
-QUANTIFIER_WORDS = UNIVERSAL_WORDS | frozenset("most some many few several usually often".split())
 #: Words that make the word after them a superlative ("the most prescribed").
 SUPERLATIVE_MARKERS = frozenset({"most", "least"})
 IRREGULAR_SUPERLATIVES = frozenset({"best", "worst"})
@@ -230,7 +231,7 @@ def exclusive(text: str) -> set[str]:
 
 
 def universals(text: str) -> set[str]:
-    """The words of a text that claim something of every member ("all", "always", "never")."""
+    """The words of a text that claim something of every member ("all", "always")."""
     return set(words(text)) & UNIVERSAL_WORDS
 
 
@@ -275,7 +276,7 @@ def question_adds_no_ranking(
     which is how a "no" question is made. Given ``lemmatize``, the same holds for a yes/no
     question's superlatives ("Is Vistaril the most prescribed preparation?" of a sentence that
     names it among others). And a yes/no question may claim something of every member ("all",
-    "always", "never") only where its sentence says of how many its statement holds: "Are
+    "always", "every") only where its sentence says of how many its statement holds: "Are
     filoplumes and down present on the skin of all birds?" of "Filoplumes and down may arise
     from the apterylae" is silent, "Are contour feathers always distributed uniformly ...?" of
     "not uniformly distributed ... except in some groups" is a "no"."""
